@@ -1,0 +1,28 @@
+// The `kernelrl` subcommands. Each register_* adds one CLI11 subcommand with its options and
+// --help; its callback does the work and leaves its exit status in `exit_code`.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <string>
+
+namespace kernelrl::cli {
+
+// Set by a subcommand's callback; main() returns it.
+extern int exit_code;
+
+// Throws NotAvailableError: "kernelrl <cmd>: not built yet (<what lands it>)".
+[[noreturn]] void not_built(const std::string& command, const std::string& what);
+
+void register_train(CLI::App& app);
+void register_sample(CLI::App& app);
+void register_eval(CLI::App& app);
+void register_bench(CLI::App& app);
+void register_sweep(CLI::App& app);
+void register_data(CLI::App& app);
+void register_tokenizer(CLI::App& app);
+void register_report(CLI::App& app);
+
+// "kernelrl X.Y.Z, LibTorch A.B.C, CUDA kernels built: yes|no, CUDA available: yes (N GPUs)|no"
+std::string version_string();
+
+}  // namespace kernelrl::cli

@@ -1,0 +1,45 @@
+// RolloutConfig: prompts, contrastive exemplars and sampling, mirrored 1:1 by `rollout:`.
+#pragma once
+
+#include <string>
+
+#include "common/config.h"
+
+namespace kernelrl {
+
+struct SamplingConfig {
+  double temperature = 1.0;     // softmax temperature
+  int64_t top_k = 0;            // 0 = off
+  double top_p = 1.0;           // nucleus mass; 1 = off
+  int64_t max_new_tokens = 512; // completion budget
+
+  void visit(cfg::Visitor& v) {
+    v.field("temperature", temperature, "softmax temperature", cfg::greater_than(0));
+    v.field("top_k", top_k, "top-k filter; 0 = off", cfg::at_least(0));
+    v.field("top_p", top_p, "nucleus mass; 1 = off", cfg::in_open_closed(0, 1));
+    v.field("max_new_tokens", max_new_tokens, "completion budget", cfg::at_least(1));
+  }
+};
+
+struct RolloutConfig {
+  int64_t group_size = 8;          // G completions per prompt
+  int64_t prompts_per_step = 4;    // B prompts per step
+  int64_t n_exemplars = 2;         // contrastive exemplars in each prompt
+  double exemplar_temperature = 1.0;  // τ of the bucket softmax
+  int64_t n_buckets = 8;           // score buckets in the exemplar store
+  std::string response_format = "code";  // code | sections (analysis, design, code)
+  SamplingConfig sampling;
+
+  void visit(cfg::Visitor& v) {
+    v.field("group_size", group_size, "G completions per prompt", cfg::at_least(1));
+    v.field("prompts_per_step", prompts_per_step, "B prompts per step", cfg::at_least(1));
+    v.field("n_exemplars", n_exemplars, "contrastive exemplars per prompt", cfg::at_least(0));
+    v.field("exemplar_temperature", exemplar_temperature, "τ of the bucket softmax",
+            cfg::greater_than(0));
+    v.field("n_buckets", n_buckets, "score buckets", cfg::at_least(1));
+    v.field("response_format", response_format, "code | sections", {"code", "sections"});
+    v.section("sampling", sampling, "sampling parameters");
+  }
+};
+
+}  // namespace kernelrl

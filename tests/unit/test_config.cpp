@@ -1,0 +1,208 @@
+// Config reading: every error names the full key path; overrides, includes and the writer.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "common/config.h"
+#include "test_util.h"
+#include "trainer/job_config.h"
+
+namespace kernelrl {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::ScratchDir;
+using testing::write_text;
+
+JobConfig parse(const std::string& yaml, const std::vector<std::string>& overrides = {}) {
+  YAML::Node root = YAML::Load(yaml);
+  cfg::apply_overrides(root, overrides);
+  JobConfig job;
+  cfg::read(root, job);
+  return job;
+}
+
+std::string error_of(const std::string& yaml, const std::vector<std::string>& overrides = {}) {
+  try {
+    parse(yaml, overrides);
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "<no error>";
+}
+
+TEST(Config, DefaultsWhenSectionsAreAbsent) {
+  JobConfig job = parse("{}");
+  EXPECT_EQ(job.model.preset, "tiny");
+  EXPECT_DOUBLE_EQ(job.reward.alpha, 0.1);
+  EXPECT_TRUE(job.trainer.stages.empty());
+}
+
+TEST(Config, ReadsNestedValuesAndLists) {
+  JobConfig job = parse(R"(
+run: {name: q, seed: 7}
+rollout: {group_size: 16, sampling: {temperature: 0.7, top_k: 50}}
+trainer:
+  stages:
+    - {name: pre, kind: pretrain, steps: 30, optimizer: {lr: 1e-3}}
+    - {kind: hgemm_rl, steps: 5}
+)");
+  EXPECT_EQ(job.run.seed, 7);
+  EXPECT_EQ(job.rollout.group_size, 16);
+  EXPECT_DOUBLE_EQ(job.rollout.sampling.temperature, 0.7);
+  EXPECT_EQ(job.rollout.sampling.top_k, 50);
+  ASSERT_EQ(job.trainer.stages.size(), 2u);
+  EXPECT_EQ(job.trainer.stages[0].name, "pre");
+  EXPECT_DOUBLE_EQ(job.trainer.stages[0].optimizer.lr, 1e-3);
+  EXPECT_EQ(job.trainer.stages[1].kind, "hgemm_rl");
+  EXPECT_EQ(job.trainer.stages[1].steps, 5);
+}
+
+TEST(Config, WrongTypeNamesFullKeyPathAndExpectation) {
+  EXPECT_EQ(error_of("rollout: {sampling: {top_p: abc}}"),
+            "rollout.sampling.top_p: expected a number in (0, 1], got \"abc\"");
+  EXPECT_EQ(error_of("rollout: {group_size: 2.5}"),
+            "rollout.group_size: expected an integer >= 1, got \"2.5\"");
+  EXPECT_EQ(error_of("model: {tie_embeddings: maybe}"),
+            "model.tie_embeddings: expected true or false, got \"maybe\"");
+  EXPECT_EQ(error_of("rollout: {sampling: 3}"),
+            "rollout.sampling: expected a mapping, got \"3\"");
+}
+
+TEST(Config, OutOfRangeNamesKeyAndRange) {
+  EXPECT_EQ(error_of("rollout: {sampling: {top_p: 0}}"),
+            "rollout.sampling.top_p: expected a number in (0, 1], got \"0\"");
+  EXPECT_EQ(error_of("reward: {alpha: -1}"),
+            "reward.alpha: expected a number >= 0, got \"-1\"");
+}
+
+TEST(Config, BadChoiceListsAllowedValues) {
+  EXPECT_EQ(error_of("reward: {mode: turbo}"),
+            "reward.mode: expected one of offline, server, got \"turbo\"");
+}
+
+TEST(Config, UnknownKeyNamesPathAndSuggests) {
+  std::string e = error_of("rollout: {sampling: {temprature: 0.5}}");
+  EXPECT_THAT(e, HasSubstr("rollout.sampling.temprature: unknown key"));
+  EXPECT_THAT(e, HasSubstr("did you mean 'temperature'?"));
+  EXPECT_THAT(error_of("bogus: 1"), HasSubstr("bogus: unknown key"));
+}
+
+TEST(Config, ErrorsInsideListItemsCarryTheIndex) {
+  EXPECT_EQ(error_of("trainer: {stages: [{kind: pretrain}, {kind: foo}]}"),
+            "trainer.stages[1].kind: expected one of pretrain, general_rl, hgemm_rl, got \"foo\"");
+  EXPECT_THAT(error_of("trainer: {stages: [{kind: pretrain, stepz: 3}]}"),
+              HasSubstr("trainer.stages[0].stepz: unknown key"));
+}
+
+TEST(Config, OverridesApplyOnTopAndCreateKeys) {
+  JobConfig job = parse("reward: {alpha: 0.5}", {"reward.alpha=0.25", "run.seed=3",
+                                                 "rollout.sampling.top_k=8"});
+  EXPECT_DOUBLE_EQ(job.reward.alpha, 0.25);
+  EXPECT_EQ(job.run.seed, 3);
+  EXPECT_EQ(job.rollout.sampling.top_k, 8);
+}
+
+TEST(Config, OverridesIndexIntoLists) {
+  JobConfig job = parse("trainer: {stages: [{kind: pretrain, steps: 3}]}",
+                        {"trainer.stages.0.steps=9"});
+  EXPECT_EQ(job.trainer.stages[0].steps, 9);
+  EXPECT_THAT(error_of("trainer: {stages: [{kind: pretrain}]}", {"trainer.stages.4.steps=1"}),
+              HasSubstr("trainer.stages.4.steps: '4' is not an index"));
+}
+
+TEST(Config, OverrideErrors) {
+  EXPECT_THAT(error_of("{}", {"foo.bar=1"}), HasSubstr("foo: unknown key"));
+  EXPECT_THAT(error_of("{}", {"reward.alpha"}), HasSubstr("expected key.path=value"));
+  EXPECT_THAT(error_of("{}", {"reward.alpha="}), HasSubstr("empty value"));
+  EXPECT_EQ(error_of("{}", {"reward.alpha=x"}),
+            "reward.alpha: expected a number >= 0, got \"x\"");
+}
+
+TEST(Config, IncludeMergesBaseUnderTopAndResolvesRelativePaths) {
+  ScratchDir dir;
+  write_text(dir / "presets/base.yaml", "reward: {alpha: 0.5, beta: 0.1}\nrun: {seed: 1}\n");
+  write_text(dir / "presets/stage.yaml", "kind: hgemm_rl\nsteps: 40\n");
+  write_text(dir / "job.yaml", R"(include: presets/base.yaml
+reward: {beta: 0.2}
+trainer:
+  stages:
+    - {include: presets/stage.yaml, steps: 7}
+)");
+  JobConfig job;
+  cfg::load(dir / "job.yaml", {"run.seed=5"}, job);
+  EXPECT_DOUBLE_EQ(job.reward.alpha, 0.5);  // from the include
+  EXPECT_DOUBLE_EQ(job.reward.beta, 0.2);   // the including file wins
+  EXPECT_EQ(job.run.seed, 5);               // overrides win over both
+  ASSERT_EQ(job.trainer.stages.size(), 1u);
+  EXPECT_EQ(job.trainer.stages[0].kind, "hgemm_rl");
+  EXPECT_EQ(job.trainer.stages[0].steps, 7);
+}
+
+TEST(Config, IncludeErrors) {
+  ScratchDir dir;
+  write_text(dir / "a.yaml", "include: b.yaml\n");
+  write_text(dir / "b.yaml", "include: a.yaml\n");
+  JobConfig job;
+  try {
+    cfg::load(dir / "a.yaml", {}, job);
+    FAIL() << "cycle not detected";
+  } catch (const ConfigError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("include cycle"));
+  }
+  write_text(dir / "c.yaml", "include: missing.yaml\n");
+  try {
+    cfg::load(dir / "c.yaml", {}, job);
+    FAIL() << "missing include not reported";
+  } catch (const UserError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("included config"));
+    EXPECT_THAT(e.what(), HasSubstr("missing.yaml' not found"));
+  }
+  write_text(dir / "bad.yaml", "reward: {alpha: [1,\n");
+  try {
+    cfg::load(dir / "bad.yaml", {}, job);
+    FAIL() << "syntax error not reported";
+  } catch (const ConfigError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("bad.yaml:"));
+    EXPECT_THAT(e.what(), HasSubstr("invalid YAML"));
+  }
+}
+
+TEST(Config, WriterRoundTripsEveryField) {
+  JobConfig job = parse(R"(
+run: {name: rt, seed: 11}
+reward: {alpha: 0.125, baseline: cublas-tn}
+data: {corpus: [a.jsonl, b.jsonl]}
+trainer: {stages: [{name: s, kind: general_rl, steps: 3, optimizer: {lr: 2.5e-5}}]}
+)");
+  std::string yaml = cfg::to_yaml(job);
+  EXPECT_THAT(yaml, HasSubstr("# "));  // fields carry their doc comments
+  JobConfig back = parse(yaml);
+  EXPECT_EQ(cfg::to_yaml(back), yaml);
+  EXPECT_EQ(back.run.name, "rt");
+  EXPECT_DOUBLE_EQ(back.reward.alpha, 0.125);
+  EXPECT_EQ(back.reward.baseline, "cublas-tn");
+  EXPECT_EQ(back.data.corpus, (std::vector<std::string>{"a.jsonl", "b.jsonl"}));
+  EXPECT_DOUBLE_EQ(back.trainer.stages[0].optimizer.lr, 2.5e-5);
+}
+
+TEST(Config, DuplicateStageNamesAreRejected) {
+  ScratchDir dir;
+  write_text(dir / "j.yaml", "trainer: {stages: [{kind: pretrain}, {kind: pretrain}]}\n");
+  try {
+    load_job_config(dir / "j.yaml", {});
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("trainer.stages[1].name"));
+  }
+}
+
+TEST(Config, ShippedConfigsLoad) {
+  for (const char* name : {"quickstart.yaml", "debug.yaml", "pipeline.yaml"}) {
+    SCOPED_TRACE(name);
+    JobConfig job = load_job_config(std::filesystem::path(KERNELRL_SOURCE_DIR) / "configs" / name, {});
+    EXPECT_FALSE(job.trainer.stages.empty());
+  }
+}
+
+}  // namespace
+}  // namespace kernelrl

@@ -1,0 +1,68 @@
+#include "trainer/pipeline.h"
+
+#include <algorithm>
+
+#include "common/error.h"
+#include "common/fs.h"
+#include "common/log.h"
+
+namespace kernelrl {
+
+StageRunner stage_runner(const std::string& kind) {
+  // Each stage kind's trainer is wired in here as it lands.
+  (void)kind;
+  return {};
+}
+
+std::vector<const StageConfig*> select_stages(const JobConfig& job,
+                                              const std::vector<std::string>& only) {
+  for (const auto& want : only) {
+    bool known = std::any_of(job.trainer.stages.begin(), job.trainer.stages.end(),
+                             [&](const StageConfig& s) { return s.name == want || s.kind == want; });
+    if (!known) {
+      std::string names;
+      for (const auto& s : job.trainer.stages) names += (names.empty() ? "" : ", ") + s.name;
+      throw UserError("--stages: no stage named \"" + want + "\" in the config (stages: " +
+                      (names.empty() ? "none" : names) + ")");
+    }
+  }
+  std::vector<const StageConfig*> out;
+  for (const auto& s : job.trainer.stages) {
+    bool picked = only.empty() ? s.enabled
+                               : std::find(only.begin(), only.end(), s.name) != only.end() ||
+                                     std::find(only.begin(), only.end(), s.kind) != only.end();
+    if (picked) out.push_back(&s);
+  }
+  if (out.empty()) throw UserError("trainer.stages: nothing to run (no enabled stage selected)");
+  return out;
+}
+
+std::filesystem::path run_pipeline(const JobConfig& job, const PipelineOptions& options) {
+  auto stages = select_stages(job, options.only_stages);
+  std::vector<StageRunner> runners;
+  for (const auto* s : stages) {
+    runners.push_back(stage_runner(s->kind));
+    if (!runners.back())
+      throw NotAvailableError("stage \"" + s->name + "\" (kind " + s->kind +
+                              "): its trainer is not built yet in this version of KernelRL");
+  }
+
+  RunDir run_dir = RunDir::open(job.run_dir(), options.mode);
+  log::add_file(run_dir.logs_dir() / "kernelrl.log");
+  JobConfig resolved = job;
+  run_dir.write_config(cfg::to_yaml(resolved));
+  KRL_LOG(info) << (run_dir.resumed() ? "resuming" : "starting") << " run in "
+                << run_dir.root().string() << " (" << stages.size() << " stage(s))";
+
+  MetricsWriter metrics(run_dir.metrics_path(), run_dir.resumed() ? INT64_MAX : -1);
+  std::filesystem::path checkpoint;
+  for (size_t i = 0; i < stages.size(); ++i) {
+    StageContext ctx{job, *stages[i], run_dir, metrics, checkpoint, run_dir.resumed()};
+    KRL_LOG(info) << "stage " << stages[i]->name << " (" << stages[i]->kind << ")";
+    checkpoint = runners[i](ctx);
+  }
+  log::close_file();
+  return checkpoint;
+}
+
+}  // namespace kernelrl
