@@ -32,6 +32,37 @@ struct OptimizerConfig {
   }
 };
 
+// GRPO for the RL stages (docs/grpo.md has every formula with its source).
+struct GrpoConfig {
+  double clip_eps_low = 0.2;        // ε_low: ratio clipped below at 1 − ε_low
+  double clip_eps_high = 0.28;      // ε_high: ratio clipped above at 1 + ε_high (clip-higher)
+  double kl_coef = 0.0;             // β_KL of the k3 KL to the frozen reference; 0 = off
+  int64_t updates_per_batch = 1;    // μ: optimizer passes over each batch of rollouts
+  std::string advantage_norm = "group";  // group: /(std_g+ε) | none: Dr.GRPO | batch: /(std_batch+ε)
+  std::string loss_agg = "token-mean";   // token-mean | sequence-mean
+  double adv_eps = 1e-4;            // ε in the advantage denominator
+  double reward_clip_low = -1.0;    // rewards clipped into [low, high] before smoothing
+  double reward_clip_high = 10.0;
+  int64_t smoothing_window = 64;    // per-task window of past rewards for winsorizing; 0 = off
+  double smoothing_sigmas = 3.0;    // winsorize to mean ± k·std of the window
+
+  void visit(cfg::Visitor& v) {
+    v.field("clip_eps_low", clip_eps_low, "ε_low of the ratio clip", cfg::in_open_closed(0, 1));
+    v.field("clip_eps_high", clip_eps_high, "ε_high of the ratio clip", cfg::in_open_closed(0, 1));
+    v.field("kl_coef", kl_coef, "β_KL (k3 estimator); 0 = off", cfg::at_least(0));
+    v.field("updates_per_batch", updates_per_batch, "μ passes per batch", cfg::at_least(1));
+    v.field("advantage_norm", advantage_norm, "group | none | batch", {"group", "none", "batch"});
+    v.field("loss_agg", loss_agg, "token-mean | sequence-mean", {"token-mean", "sequence-mean"});
+    v.field("adv_eps", adv_eps, "ε of the advantage denominator", cfg::greater_than(0));
+    v.field("reward_clip_low", reward_clip_low, "lower reward clip");
+    v.field("reward_clip_high", reward_clip_high, "upper reward clip");
+    v.field("smoothing_window", smoothing_window, "per-task reward window; 0 = off",
+            cfg::at_least(0));
+    v.field("smoothing_sigmas", smoothing_sigmas, "winsorize at mean ± k·std",
+            cfg::greater_than(0));
+  }
+};
+
 struct StageConfig {
   std::string name = "";            // unique name; its checkpoints go to checkpoints/<name>/
   std::string kind = "pretrain";    // pretrain | general_rl | hgemm_rl
@@ -43,6 +74,7 @@ struct StageConfig {
   int64_t eval_every = 50;          // held-out evaluation period, steps; 0 = off
   int64_t checkpoint_every = 50;    // checkpoint period, steps; 0 = only at the end
   OptimizerConfig optimizer;
+  GrpoConfig grpo;                  // used by the RL stages
 
   void visit(cfg::Visitor& v) {
     v.field("name", name, "stage name (unique)");
@@ -56,6 +88,7 @@ struct StageConfig {
     v.field("checkpoint_every", checkpoint_every, "checkpoint period; 0 = end only",
             cfg::at_least(0));
     v.section("optimizer", optimizer, "AdamW and schedule");
+    v.section("grpo", grpo, "GRPO (RL stages)");
   }
 };
 

@@ -1,0 +1,112 @@
+#include "trainer/grpo.h"
+
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace kernelrl {
+
+GroupAdvantages group_advantages(const torch::Tensor& rewards, int64_t group_size,
+                                 const std::string& norm, double eps) {
+  TORCH_CHECK(rewards.dim() == 1, "rewards must be 1-D, got ", rewards.sizes());
+  TORCH_CHECK(group_size >= 1 && rewards.size(0) % group_size == 0,
+              "rewards (", rewards.size(0), ") must be a multiple of group_size (", group_size, ")");
+  auto r = rewards.to(torch::kFloat64).view({-1, group_size});  // [B, G]
+  auto mean = r.mean(1, /*keepdim=*/true);
+  auto centred = r - mean;
+  // Unbiased std; a group of one has no spread.
+  auto std = group_size > 1 ? r.std(1, /*unbiased=*/true, /*keepdim=*/true)
+                            : torch::zeros_like(mean);
+  auto spread = std >= 1e-8;  // [B,1]
+  torch::Tensor adv;
+  if (norm == "group") {
+    adv = centred / (std + eps);
+  } else if (norm == "none") {
+    adv = centred;
+  } else if (norm == "batch") {
+    double batch_std = rewards.numel() > 1 ? rewards.to(torch::kFloat64).std().item<double>() : 0;
+    adv = centred / (batch_std + eps);
+  } else {
+    TORCH_CHECK(false, "unknown advantage_norm '", norm, "'");
+  }
+  auto valid = spread.expand_as(r);
+  adv = torch::where(valid, adv, torch::zeros_like(adv));
+  GroupAdvantages out;
+  out.advantages = adv.reshape({-1}).to(torch::kFloat32).to(rewards.device());
+  out.valid = valid.reshape({-1}).to(rewards.device());
+  out.zero_spread_groups = (~spread).sum().item<int64_t>();
+  return out;
+}
+
+SurrogateTerms clipped_surrogate(const torch::Tensor& logp, const torch::Tensor& logp_old,
+                                 const torch::Tensor& logp_ref, const torch::Tensor& advantages,
+                                 const torch::Tensor& mask, const GrpoConfig& config) {
+  TORCH_CHECK(logp.sizes() == logp_old.sizes() && logp.sizes() == mask.sizes(),
+              "logp, logp_old and mask must have one shape");
+  TORCH_CHECK(advantages.dim() == 1 && advantages.size(0) == logp.size(0),
+              "advantages must be [N] with N = logp.size(0)");
+  auto m = mask.to(logp.dtype());
+  auto a = advantages.to(logp.dtype()).unsqueeze(1);          // [N,1]
+  auto log_ratio = logp - logp_old.detach();
+  auto ratio = torch::exp(log_ratio);
+  auto clipped = torch::clamp(ratio, 1.0 - config.clip_eps_low, 1.0 + config.clip_eps_high);
+  auto per_token = -torch::min(ratio * a, clipped * a);        // [N,T]
+  torch::Tensor kl = torch::zeros_like(per_token);
+  if (logp_ref.defined() && config.kl_coef > 0) {
+    auto d = logp_ref.detach() - logp;
+    kl = torch::exp(d) - d - 1.0;
+    per_token = per_token + config.kl_coef * kl;
+  }
+  const auto tokens = m.sum().clamp_min(1.0);
+  SurrogateTerms out;
+  if (config.loss_agg == "token-mean") {
+    out.loss = (per_token * m).sum() / tokens;
+  } else {  // sequence-mean over rows that have tokens
+    auto row_tokens = m.sum(1);
+    auto rows = (row_tokens > 0).to(logp.dtype());
+    auto row_loss = (per_token * m).sum(1) / row_tokens.clamp_min(1.0);
+    out.loss = (row_loss * rows).sum() / rows.sum().clamp_min(1.0);
+  }
+  torch::NoGradGuard no_grad;
+  auto active = ((a > 0) & (ratio > 1.0 + config.clip_eps_high)) |
+                ((a < 0) & (ratio < 1.0 - config.clip_eps_low));
+  out.clip_fraction = (active.to(logp.dtype()) * m).sum() / tokens;
+  out.kl = (kl * m).sum() / tokens;
+  out.ratio_mean = (ratio * m).sum() / tokens;
+  return out;
+}
+
+double RewardSmoother::apply(const std::string& task, double reward) {
+  double r = std::clamp(reward, config_.reward_clip_low, config_.reward_clip_high);
+  if (config_.smoothing_window <= 0) return r;
+  auto& w = windows_[task];
+  double out = r;
+  if (w.size() >= 8) {
+    double mean = 0, var = 0;
+    for (double x : w) mean += x;
+    mean /= static_cast<double>(w.size());
+    for (double x : w) var += (x - mean) * (x - mean);
+    double sd = std::sqrt(var / static_cast<double>(w.size() - 1));
+    out = std::clamp(r, mean - config_.smoothing_sigmas * sd, mean + config_.smoothing_sigmas * sd);
+  }
+  w.push_back(r);
+  while (static_cast<int64_t>(w.size()) > config_.smoothing_window) w.pop_front();
+  return out;
+}
+
+nlohmann::json RewardSmoother::state() const {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& [task, w] : windows_) j[task] = std::vector<double>(w.begin(), w.end());
+  return j;
+}
+
+void RewardSmoother::load_state(const nlohmann::json& j) {
+  windows_.clear();
+  for (const auto& [task, w] : j.items()) {
+    auto v = w.get<std::vector<double>>();
+    windows_[task] = std::deque<double>(v.begin(), v.end());
+  }
+}
+
+}  // namespace kernelrl

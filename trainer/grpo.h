@@ -1,0 +1,69 @@
+// GRPO math: group-normalized advantages, the token-level clipped surrogate with ε_low/ε_high,
+// the k3 KL estimator to a frozen reference, loss aggregation, and CUDA-L1-style reward
+// smoothing (clip, then winsorize against a running per-task window). Pure functions on
+// tensors and numbers; the training loop that calls them is trainer/grpo_stage.cpp.
+// Every formula is also in docs/grpo.md with the paper equation it follows.
+#pragma once
+
+#include <torch/types.h>
+
+#include <deque>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "trainer/trainer_config.h"
+
+namespace kernelrl {
+
+struct GroupAdvantages {
+  torch::Tensor advantages;   // [B*G] float, 0 for samples of zero-spread groups
+  torch::Tensor valid;        // [B*G] bool, false for samples of zero-spread groups
+  int64_t zero_spread_groups = 0;
+};
+
+// rewards: [B*G], consecutive runs of `group_size` samples form one group (one prompt).
+//   group:  A_i = (r_i − mean_g) / (std_g + ε)          (GRPO, Shao et al. 2024, Eq. 4 of CUDA-L1)
+//   none:   A_i =  r_i − mean_g                          (Dr.GRPO: no std scaling)
+//   batch:  A_i = (r_i − mean_g) / (std_batch + ε)       (std over the whole batch)
+// std is the unbiased sample std (as TRL computes it). A group whose rewards are all equal
+// (std_g < 1e-8) carries no signal: its samples get A = 0, valid = false, and are counted.
+GroupAdvantages group_advantages(const torch::Tensor& rewards, int64_t group_size,
+                                 const std::string& norm, double eps);
+
+struct SurrogateTerms {
+  torch::Tensor loss;           // scalar, to minimise
+  torch::Tensor clip_fraction;  // scalar: share of valid tokens where the clip is active
+  torch::Tensor kl;             // scalar: mean k3 KL over valid tokens (0 when no reference)
+  torch::Tensor ratio_mean;     // scalar: mean ratio over valid tokens
+};
+
+// Token-level clipped surrogate (PPO, with DAPO's decoupled ε_low / ε_high):
+//   ρ_t   = exp(logp_t − logp_old_t)
+//   L_t   = −min(ρ_t·A, clip(ρ_t, 1 − ε_low, 1 + ε_high)·A) + β_KL·k3_t
+//   k3_t  = exp(logp_ref_t − logp_t) − (logp_ref_t − logp_t) − 1      (Schulman's k3, ≥ 0)
+// Aggregation: token-mean = Σ_{i,t} m·L / Σ_{i,t} m ;  sequence-mean = mean_i (Σ_t m·L / Σ_t m).
+// logp, logp_old, logp_ref, mask: [N, T] (mask 1 on completion tokens); advantages: [N].
+// logp_ref may be undefined (no KL). Rows with valid == false are excluded via the mask.
+SurrogateTerms clipped_surrogate(const torch::Tensor& logp, const torch::Tensor& logp_old,
+                                 const torch::Tensor& logp_ref, const torch::Tensor& advantages,
+                                 const torch::Tensor& mask, const GrpoConfig& config);
+
+// Reward smoothing and clipping against reward hacking (CUDA-L1 §3.2):
+//   r' = clip(r, r_low, r_high)
+//   r'' = clip(r', μ_w − k·σ_w, μ_w + k·σ_w)   with μ_w, σ_w over the task's last W rewards r'
+// (winsorizing starts once the window holds 8 rewards). The window then takes r'.
+class RewardSmoother {
+ public:
+  explicit RewardSmoother(const GrpoConfig& config) : config_(config) {}
+  double apply(const std::string& task, double reward);
+  nlohmann::json state() const;             // for checkpoints
+  void load_state(const nlohmann::json& j);
+
+ private:
+  GrpoConfig config_;
+  std::map<std::string, std::deque<double>> windows_;
+};
+
+}  // namespace kernelrl
