@@ -1,0 +1,190 @@
+#include "data/tokenizer.h"
+
+#include <sentencepiece_processor.h>
+#include <sentencepiece_trainer.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <unordered_map>
+
+#include "common/error.h"
+#include "common/fs.h"
+
+namespace kernelrl {
+namespace {
+
+// Feeds in-memory lines to the SentencePiece trainer (no temp corpus file).
+class LineIterator final : public sentencepiece::SentenceIterator {
+ public:
+  explicit LineIterator(const std::vector<std::string>& lines) : lines_(lines) {}
+  bool done() const override { return i_ >= lines_.size(); }
+  void Next() override { ++i_; }
+  const std::string& value() const override { return lines_[i_]; }
+  sentencepiece::util::Status status() const override { return {}; }
+
+ private:
+  const std::vector<std::string>& lines_;
+  size_t i_ = 0;
+};
+
+void split_lines(const std::string& text, std::vector<std::string>& out) {
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    if (end > start) out.emplace_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+}
+
+// A JSON object's text: its "text" field if it has one, else every string field in order.
+void collect_text(const nlohmann::json& j, std::vector<std::string>& out) {
+  if (j.is_string()) {
+    split_lines(j.get<std::string>(), out);
+  } else if (j.is_object()) {
+    if (j.contains("text") && j["text"].is_string()) {
+      split_lines(j["text"].get<std::string>(), out);
+      return;
+    }
+    for (const auto& [key, value] : j.items()) collect_text(value, out);
+  } else if (j.is_array()) {
+    for (const auto& value : j) collect_text(value, out);
+  }
+}
+
+// JSONL when every non-empty line parses as a JSON object, else plain text.
+std::vector<std::string> read_corpus_lines(const fs::path& input) {
+  const std::string content = read_file(input, "tokenizer corpus");
+  std::vector<std::string> raw;
+  split_lines(content, raw);
+  std::vector<std::string> lines;
+  bool jsonl = !raw.empty() && !raw.front().empty() && raw.front()[0] == '{';
+  if (jsonl) {
+    for (size_t i = 0; i < raw.size(); ++i) {
+      auto j = nlohmann::json::parse(raw[i], nullptr, /*allow_exceptions=*/false);
+      if (j.is_discarded() || !j.is_object()) {
+        throw UserError("tokenizer corpus " + input.string() + ": line " + std::to_string(i + 1) +
+                        " is not a JSON object (JSONL input needs one object per line)");
+      }
+      collect_text(j, lines);
+    }
+  } else {
+    lines = std::move(raw);
+  }
+  if (lines.empty())
+    throw UserError("tokenizer corpus " + input.string() + " has no text to train on");
+  return lines;
+}
+
+}  // namespace
+
+const std::vector<std::string>& section_markers() {
+  static const std::vector<std::string> markers = {kInstructionMarker, kContextMarker,
+                                                   kCodeMarker,        kAnalysisMarker,
+                                                   kDesignMarker,      kEndMarker};
+  return markers;
+}
+
+Tokenizer::Tokenizer() : sp_(std::make_unique<sentencepiece::SentencePieceProcessor>()) {}
+Tokenizer::Tokenizer(Tokenizer&&) noexcept = default;
+Tokenizer& Tokenizer::operator=(Tokenizer&&) noexcept = default;
+Tokenizer::~Tokenizer() = default;
+
+Tokenizer Tokenizer::from_serialized(const std::string& bytes, const std::string& origin) {
+  Tokenizer t;
+  auto status = t.sp_->LoadFromSerializedProto(bytes);
+  if (!status.ok()) {
+    throw UserError("cannot load tokenizer " + origin + ": " + status.ToString() +
+                    " (expected a SentencePiece .model file)");
+  }
+  t.serialized_ = bytes;
+  t.origin_ = origin;
+  return t;
+}
+
+Tokenizer Tokenizer::load(const fs::path& model_path) {
+  if (!fs::is_regular_file(model_path))
+    throw UserError("tokenizer model not found: " + model_path.string());
+  return from_serialized(read_file(model_path, "tokenizer model"), model_path.string());
+}
+
+Tokenizer Tokenizer::train(const fs::path& input, const fs::path& out_model,
+                           const TokenizerTrainOptions& options) {
+  if (options.vocab_size < 300) {
+    throw UserError("tokenizer vocab_size must be at least 300 (256 byte pieces, specials and "
+                    "markers), got " + std::to_string(options.vocab_size));
+  }
+  const std::vector<std::string> lines = read_corpus_lines(input);
+  std::string markers;
+  for (const auto& m : section_markers()) markers += (markers.empty() ? "" : ",") + m;
+  // Ids: unk 0, bos 1, eos 2, pad 3, then the markers, then bytes and merges. Identity
+  // normalization and kept whitespace: code's indentation and blank-space runs are content.
+  const std::unordered_map<std::string, std::string> args = {
+      {"model_type", "bpe"},
+      {"vocab_size", std::to_string(options.vocab_size)},
+      {"byte_fallback", "true"},
+      {"character_coverage", "0.9995"},
+      {"normalization_rule_name", "identity"},
+      {"remove_extra_whitespaces", "false"},
+      {"split_digits", "true"},
+      {"allow_whitespace_only_pieces", "true"},
+      {"max_sentence_length", std::to_string(options.max_sentence_chars)},
+      {"input_sentence_size", std::to_string(options.input_sentence_size)},
+      {"shuffle_input_sentence", "true"},
+      {"num_threads", std::to_string(options.num_threads)},
+      {"hard_vocab_limit", "false"},
+      {"unk_id", "0"},
+      {"bos_id", "1"},
+      {"eos_id", "2"},
+      {"pad_id", "3"},
+      {"user_defined_symbols", markers},
+  };
+  LineIterator it(lines);
+  std::string proto;
+  auto status = sentencepiece::SentencePieceTrainer::Train(args, &it, &proto);
+  if (!status.ok()) {
+    throw UserError("tokenizer training on " + input.string() + " failed: " + status.ToString());
+  }
+  atomic_write(out_model, proto);
+  return from_serialized(proto, out_model.string());
+}
+
+std::vector<int64_t> Tokenizer::encode(const std::string& text, bool add_bos, bool add_eos) const {
+  std::vector<int> ids;
+  auto status = sp_->Encode(text, &ids);
+  if (!status.ok()) throw std::runtime_error("tokenizer encode failed: " + status.ToString());
+  std::vector<int64_t> out;
+  out.reserve(ids.size() + 2);
+  if (add_bos && bos_id() >= 0) out.push_back(bos_id());
+  out.insert(out.end(), ids.begin(), ids.end());
+  if (add_eos && eos_id() >= 0) out.push_back(eos_id());
+  return out;
+}
+
+std::string Tokenizer::decode(const std::vector<int64_t>& ids) const {
+  std::vector<int> v;
+  v.reserve(ids.size());
+  const int64_t n = vocab_size();
+  for (int64_t id : ids) {
+    if (id < 0 || id >= n) continue;  // padding beyond the vocabulary (model vocab may be larger)
+    v.push_back(static_cast<int>(id));
+  }
+  std::string text;
+  auto status = sp_->Decode(v, &text);
+  if (!status.ok()) throw std::runtime_error("tokenizer decode failed: " + status.ToString());
+  return text;
+}
+
+std::string Tokenizer::id_to_piece(int64_t id) const { return sp_->IdToPiece(static_cast<int>(id)); }
+int64_t Tokenizer::piece_to_id(const std::string& piece) const { return sp_->PieceToId(piece); }
+int64_t Tokenizer::vocab_size() const { return sp_->GetPieceSize(); }
+int64_t Tokenizer::unk_id() const { return sp_->unk_id(); }
+int64_t Tokenizer::bos_id() const { return sp_->bos_id(); }
+int64_t Tokenizer::eos_id() const { return sp_->eos_id(); }
+int64_t Tokenizer::pad_id() const {
+  if (sp_->pad_id() >= 0) return sp_->pad_id();
+  if (sp_->eos_id() >= 0) return sp_->eos_id();
+  return 0;
+}
+
+}  // namespace kernelrl

@@ -1,0 +1,76 @@
+// Tokenizer: a SentencePiece wrapper. Trains BPE tokenizers with byte fallback and the prompt
+// section markers as user-defined symbols, loads any tokenizer.model (ours or a Llama-family
+// one), encodes and decodes. It does not build prompts (rollout/ does) nor batch or pad.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace sentencepiece {
+class SentencePieceProcessor;
+}
+
+namespace kernelrl {
+
+// Prompt section markers: single tokens in tokenizers trained here (user-defined symbols), so a
+// prompt's sections can be found by id. Prompts (rollout/) and triplets (data/) use these.
+inline constexpr const char* kInstructionMarker = "<|instruction|>";
+inline constexpr const char* kContextMarker = "<|context|>";
+inline constexpr const char* kCodeMarker = "<|code|>";
+inline constexpr const char* kAnalysisMarker = "<|analysis|>";
+inline constexpr const char* kDesignMarker = "<|design|>";
+inline constexpr const char* kEndMarker = "<|end|>";
+// All of them, in the order they get ids (right after unk/bos/eos/pad).
+const std::vector<std::string>& section_markers();
+
+struct TokenizerTrainOptions {
+  int64_t vocab_size = 4096;          // target vocabulary (BPE merges + bytes + specials)
+  int64_t max_sentence_chars = 16384; // longer lines are skipped by SentencePiece
+  int64_t num_threads = 2;            // trainer threads
+  int64_t input_sentence_size = 2000000;  // sample at most this many lines (0 = all)
+};
+
+class Tokenizer {
+ public:
+  // Loads a SentencePiece model file; throws UserError if missing or not a model.
+  static Tokenizer load(const std::filesystem::path& model_path);
+  // Loads from the serialized model bytes (the content of a tokenizer.model).
+  static Tokenizer from_serialized(const std::string& bytes, const std::string& origin);
+
+  // Trains a BPE model with byte fallback, identity normalization (code keeps its whitespace)
+  // and section_markers() as user-defined symbols. `input` is JSONL (each line an object whose
+  // string fields, or its "text" field when present, are the text) or plain text. Writes
+  // `out_model` (and nothing else) atomically; returns the loaded tokenizer.
+  static Tokenizer train(const std::filesystem::path& input, const std::filesystem::path& out_model,
+                         const TokenizerTrainOptions& options = {});
+
+  Tokenizer(Tokenizer&&) noexcept;
+  Tokenizer& operator=(Tokenizer&&) noexcept;
+  ~Tokenizer();
+
+  std::vector<int64_t> encode(const std::string& text, bool add_bos = false,
+                              bool add_eos = false) const;
+  std::string decode(const std::vector<int64_t>& ids) const;  // special ids are dropped
+  std::string id_to_piece(int64_t id) const;
+  int64_t piece_to_id(const std::string& piece) const;  // unk_id() when absent
+
+  int64_t vocab_size() const;
+  int64_t unk_id() const;
+  int64_t bos_id() const;  // -1 when the model has none
+  int64_t eos_id() const;  // -1 when the model has none
+  // Padding id: the model's pad piece, else eos, else 0 (Llama models define no pad).
+  int64_t pad_id() const;
+  const std::string& serialized() const { return serialized_; }  // the model file's bytes
+  const std::string& origin() const { return origin_; }          // path it came from
+
+ private:
+  Tokenizer();
+  std::unique_ptr<sentencepiece::SentencePieceProcessor> sp_;
+  std::string serialized_;
+  std::string origin_;
+};
+
+}  // namespace kernelrl
