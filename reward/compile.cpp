@@ -1,0 +1,213 @@
+#include "reward/compile.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <thread>
+
+#include "common/error.h"
+#include "common/fs.h"
+#include "reward/kernel_abi_text.h"  // generated: kKernelAbiText, the text of reward/kernel_abi.h
+#include "reward/subprocess.h"
+
+namespace kernelrl {
+
+std::string content_hash(const std::string& data) {
+  // Two independent 64-bit FNV-1a streams (different offset bases), mixed at the end.
+  uint64_t h1 = 0xcbf29ce484222325ull, h2 = 0x84222325cbf29ce4ull;
+  for (unsigned char c : data) {
+    h1 = (h1 ^ c) * 0x100000001b3ull;
+    h2 = (h2 ^ (c + 0x9e)) * 0x100000001b3ull;
+  }
+  auto mix = [](uint64_t x) {  // splitmix64 finalizer
+    x ^= x >> 30; x *= 0xbf58476d1ce4e5b9ull;
+    x ^= x >> 27; x *= 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+  };
+  char buf[33];
+  std::snprintf(buf, sizeof buf, "%016llx%016llx", static_cast<unsigned long long>(mix(h1)),
+                static_cast<unsigned long long>(mix(h2 ^ h1)));
+  return buf;
+}
+
+std::string trim_compiler_log(const std::string& log, const std::string& strip_prefix,
+                              size_t max_lines, size_t max_chars) {
+  std::istringstream in(log);
+  std::string line, out;
+  size_t lines = 0, total = 0;
+  while (std::getline(in, line)) {
+    ++total;
+    if (!strip_prefix.empty())
+      for (size_t p; (p = line.find(strip_prefix)) != std::string::npos;)
+        line.erase(p, strip_prefix.size());
+    if (lines < max_lines && out.size() + line.size() + 1 <= max_chars) {
+      out += line + "\n";
+      ++lines;
+    }
+  }
+  if (total > lines) out += "[... " + std::to_string(total - lines) + " more lines]\n";
+  return out;
+}
+
+std::string find_nvcc() {
+  if (const char* h = std::getenv("CUDA_HOME")) {
+    fs::path p = fs::path(h) / "bin" / "nvcc";
+    if (fs::exists(p)) return p.string();
+  }
+  if (fs::exists("/usr/local/cuda/bin/nvcc")) return "/usr/local/cuda/bin/nvcc";
+  return "nvcc";
+}
+
+fs::path default_cache_dir() {
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return fs::path(x) / "kernelrl";
+  if (const char* h = std::getenv("HOME"); h && *h) return fs::path(h) / ".cache" / "kernelrl";
+  return "/tmp/kernelrl-cache";
+}
+
+std::string CompilePool::full_source(const std::string& source) {
+  return "#include \"kernel_abi.h\"\n#line 1 \"candidate\"\n" + source;
+}
+
+CompilePool::CompilePool(std::string backend, std::string arch, fs::path cache_dir, int jobs,
+                         double timeout_s)
+    : backend_(std::move(backend)), arch_(std::move(arch)), cache_dir_(std::move(cache_dir)),
+      jobs_(jobs > 0 ? jobs : std::max(1u, std::thread::hardware_concurrency())),
+      timeout_s_(timeout_s) {
+  compiler_ = backend_ == "gpu" ? find_nvcc() : "g++";
+  RunResult v = run_process({compiler_, "--version"}, 60);
+  if (v.exit_code != 0)
+    throw NotAvailableError("reward: cannot run the compiler `" + compiler_ + " --version`" +
+                            (backend_ == "gpu" ? " (install the CUDA toolkit or use backend: host)"
+                                               : ""));
+  // nvcc: the "Cuda compilation tools, release X, VX" line; g++: the first line.
+  std::istringstream in(v.output);
+  for (std::string line; std::getline(in, line);) {
+    if (toolkit_version_.empty() || line.find("release") != std::string::npos)
+      toolkit_version_ = line;
+  }
+  std::error_code ec;
+  fs::create_directories(cache_dir_, ec);
+  if (ec) throw UserError("reward.cache_dir: cannot create " + cache_dir_.string() + ": " + ec.message());
+  // The ABI header, under the names a candidate may include it by.
+  include_dir_ = cache_dir_ / ("include-" + content_hash(kKernelAbiText).substr(0, 12));
+  fs::create_directories(include_dir_ / "reward");
+  for (fs::path p : {include_dir_ / "kernel_abi.h", include_dir_ / "reward" / "kernel_abi.h"})
+    if (!fs::exists(p)) atomic_write(p, kKernelAbiText);
+}
+
+std::vector<std::string> CompilePool::command(const fs::path& src, const fs::path& out) const {
+  if (backend_ == "gpu") {
+    std::string a = arch_.substr(3);  // "sm_90a" -> "90a"
+    return {compiler_, "-O3", "-std=c++17", "-shared", "-Xcompiler", "-fPIC", "-lineinfo",
+            "-gencode", "arch=compute_" + a + ",code=sm_" + a, "-I", include_dir_.string(),
+            "-o", out.string(), src.string()};
+  }
+  return {compiler_, "-O2", "-std=c++17", "-shared", "-fPIC", "-x", "c++",
+          "-I", include_dir_.string(), "-o", out.string(), src.string()};
+}
+
+std::string CompilePool::hash_of(const std::string& source) const {
+  std::string key = full_source(source);
+  key += '\0';
+  key += kKernelAbiText;
+  for (const auto& a : command("SRC", "OUT")) {
+    if (a.rfind(include_dir_.string(), 0) == 0) continue;  // cache location is not content
+    key += '\0' + a;
+  }
+  key += '\0' + arch_ + '\0' + toolkit_version_;
+  return content_hash(key);
+}
+
+CompileOutcome CompilePool::compile(const std::string& source) {
+  CompileOutcome r;
+  r.hash = hash_of(source);
+  fs::path so = cache_dir_ / (r.hash + ".so");
+  fs::path fail = cache_dir_ / (r.hash + ".fail");
+  fs::path logf = cache_dir_ / (r.hash + ".log");
+  if (fs::exists(so)) {
+    r.ok = r.cached = true;
+    r.so_path = so;
+    std::ifstream in(logf);
+    r.log.assign(std::istreambuf_iterator<char>(in), {});
+    return r;
+  }
+  if (fs::exists(fail)) {
+    r.cached = true;
+    std::ifstream in(fail);
+    std::string first;
+    std::getline(in, first);
+    r.timed_out = first == "timeout";
+    r.log.assign(std::istreambuf_iterator<char>(in), {});
+    return r;
+  }
+  // Private temp dir per compile; the .so is renamed into the cache only when complete.
+  fs::path tmp = cache_dir_ / ("tmp-" + r.hash + "-" + std::to_string(::getpid()) + "-" +
+                               std::to_string(std::hash<std::thread::id>{}(std::this_thread::get_id())));
+  fs::create_directories(tmp);
+  fs::path src = tmp / (backend_ == "gpu" ? "candidate.cu" : "candidate.cpp");
+  {
+    std::ofstream out(src);
+    out << full_source(source);
+  }
+  fs::path out_so = tmp / "candidate.so";
+  RunResult rr = run_process(command(src, out_so), timeout_s_);
+  r.seconds = rr.seconds;
+  r.log = trim_compiler_log(rr.output, tmp.string() + "/");
+  if (rr.timed_out) {
+    r.timed_out = true;
+    r.log = "compiler timed out after " + std::to_string(static_cast<int>(timeout_s_)) + " s\n" + r.log;
+    atomic_write(fail, "timeout\n" + r.log);
+  } else if (rr.exit_code == 0 && fs::exists(out_so)) {
+    atomic_write(logf, r.log);
+    fs::rename(out_so, so);  // atomic within one filesystem
+    r.ok = true;
+    r.so_path = so;
+  } else {
+    atomic_write(fail, "error\n" + r.log);
+  }
+  std::error_code ec;
+  fs::remove_all(tmp, ec);
+  return r;
+}
+
+std::vector<CompileOutcome> CompilePool::compile_all(const std::vector<std::string>& sources) {
+  std::vector<CompileOutcome> out(sources.size());
+  // One compile per distinct hash; the rest copy its outcome.
+  std::map<std::string, size_t> first;
+  std::vector<size_t> todo;
+  std::vector<std::string> hashes(sources.size());
+  for (size_t i = 0; i < sources.size(); ++i) {
+    hashes[i] = hash_of(sources[i]);
+    if (first.emplace(hashes[i], i).second) todo.push_back(i);
+  }
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t t; (t = next++) < todo.size();) {
+      size_t i = todo[t];
+      try {
+        out[i] = compile(sources[i]);
+      } catch (const std::exception& e) {
+        out[i].hash = hashes[i];
+        out[i].log = std::string("internal compile error: ") + e.what();
+      }
+    }
+  };
+  int n = std::min<int>(jobs_, static_cast<int>(todo.size()));
+  std::vector<std::thread> threads;
+  for (int i = 1; i < n; ++i) threads.emplace_back(work);
+  work();
+  for (auto& t : threads) t.join();
+  for (size_t i = 0; i < sources.size(); ++i)
+    if (first[hashes[i]] != i) {
+      out[i] = out[first[hashes[i]]];
+      out[i].cached = true;
+    }
+  return out;
+}
+
+}  // namespace kernelrl

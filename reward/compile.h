@@ -1,0 +1,62 @@
+// Compile pool with a content-hash cache: turns candidate sources into shared objects with nvcc
+// (GPU backend: -O3 -std=c++17, arch from the device, sm_90a on Hopper) or g++ (host backend),
+// several compiler processes in parallel, each with a timeout. The cache key hashes the source,
+// the ABI header, the compiler command, the arch and the toolkit version; failures are cached
+// too, with their trimmed log. It does not load or run anything.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace kernelrl {
+
+// 128-bit FNV-1a based content hash as 32 hex chars (not cryptographic; a cache key).
+std::string content_hash(const std::string& data);
+
+// Compiler output trimmed for feedback: temp paths removed, at most `max_lines`/`max_chars`.
+std::string trim_compiler_log(const std::string& log, const std::string& strip_prefix,
+                              size_t max_lines = 40, size_t max_chars = 4000);
+
+struct CompileOutcome {
+  std::string hash;
+  bool ok = false;
+  bool timed_out = false;
+  bool cached = false;
+  std::filesystem::path so_path;  // valid when ok
+  std::string log;                // trimmed compiler output
+  double seconds = 0;             // compile wall time (0 when cached)
+};
+
+class CompilePool {
+ public:
+  // backend: "gpu" (nvcc) or "host" (g++); arch e.g. "sm_90a" (ignored by host).
+  CompilePool(std::string backend, std::string arch, std::filesystem::path cache_dir, int jobs,
+              double timeout_s);
+
+  const std::string& backend() const { return backend_; }
+  const std::string& toolkit_version() const { return toolkit_version_; }
+  // Compiles every source (duplicates once), `jobs` at a time; results in input order.
+  std::vector<CompileOutcome> compile_all(const std::vector<std::string>& sources);
+  CompileOutcome compile(const std::string& source);
+  std::string hash_of(const std::string& source) const;
+  // The text handed to the compiler: the ABI header include, then the candidate.
+  static std::string full_source(const std::string& source);
+  const std::filesystem::path& include_dir() const { return include_dir_; }
+
+ private:
+  std::vector<std::string> command(const std::filesystem::path& src,
+                                   const std::filesystem::path& out) const;
+  std::string backend_, arch_;
+  std::filesystem::path cache_dir_, include_dir_;
+  int jobs_;
+  double timeout_s_;
+  std::string compiler_, toolkit_version_;
+};
+
+// nvcc of the CUDA toolkit: $CUDA_HOME/bin/nvcc, /usr/local/cuda/bin/nvcc, else "nvcc" in PATH.
+std::string find_nvcc();
+// Default cache dir: $XDG_CACHE_HOME/kernelrl or ~/.cache/kernelrl (or /tmp/kernelrl-cache).
+std::filesystem::path default_cache_dir();
+
+}  // namespace kernelrl

@@ -1,0 +1,421 @@
+#include "reward/evaluator.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <random>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "common/error.h"
+#include "common/log.h"
+#include "reward/compile.h"
+#include "reward/reward_formula.h"
+#include "reward/screen.h"
+#include "reward/subprocess.h"
+#include "reward/task_json.h"
+#include "reward/worker_client.h"
+
+namespace kernelrl {
+
+namespace fs = std::filesystem;
+
+const std::vector<std::string>& report_baseline_names() {
+  static const std::vector<std::string> names = {"torch",        "cublas-nn",        "cublas-tn",
+                                                 "cublas-max",   "lt-heuristic",     "lt-heuristic-max",
+                                                 "lt-auto",      "lt-auto-max"};
+  return names;
+}
+
+std::vector<std::string> raw_baselines_for(const std::string& name, const std::string& layout) {
+  if (name == "torch" || name == "cublas-nn" || name == "cublas-tn") return {name};
+  if (name == "cublas-max") return {"cublas-nn", "cublas-tn"};
+  if (name == "lt-heuristic" || name == "lt-auto") return {name + "-" + layout};
+  if (name == "lt-heuristic-max") return {"lt-heuristic-nn", "lt-heuristic-tn"};
+  if (name == "lt-auto-max") return {"lt-auto-nn", "lt-auto-tn"};
+  throw ConfigError("reward.baseline: unknown baseline \"" + name + "\"; allowed: torch, cublas-nn, "
+                    "cublas-tn, cublas-max, lt-heuristic, lt-heuristic-max, lt-auto, lt-auto-max");
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// The faster of the raw baselines behind a report name (the "-max" variants pick the best).
+bool pick(const std::map<std::string, TimingStats>& raw, const std::vector<std::string>& names,
+          TimingStats& out) {
+  bool found = false;
+  for (const auto& n : names) {
+    auto it = raw.find(n);
+    if (it == raw.end() || !it->second.valid()) continue;
+    if (!found || it->second.median_us < out.median_us) out = it->second;
+    found = true;
+  }
+  return found;
+}
+
+// ncu metrics for a prompt: throughput, occupancy, L2 hit rate, duration.
+const char* kNcuMetrics =
+    "gpu__time_duration.sum,sm__throughput.avg.pct_of_peak_sustained_elapsed,"
+    "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed,"
+    "sm__warps_active.avg.pct_of_peak_sustained_active,lts__t_sector_hit_rate.pct,"
+    "dram__throughput.avg.pct_of_peak_sustained_elapsed";
+
+std::vector<std::string> split_csv_line(const std::string& line) {
+  std::vector<std::string> out;
+  std::string cur;
+  bool q = false;
+  for (char c : line) {
+    if (c == '"') q = !q;
+    else if (c == ',' && !q) {
+      out.push_back(cur);
+      cur.clear();
+    } else
+      cur += c;
+  }
+  out.push_back(cur);
+  return out;
+}
+
+}  // namespace
+
+struct Evaluator::Impl {
+  RewardConfig cfg;
+  std::unique_ptr<ResultStore> store;
+  fs::path cache_dir;
+  std::vector<std::unique_ptr<WorkerClient>> workers;
+  std::unique_ptr<CompilePool> pool;
+  std::string backend, device, driver, arch;
+  bool ready = false;
+  std::mt19937_64 seeds{std::random_device{}()};
+
+  void ensure_ready() {
+    if (ready) return;
+    const double silence = 2 * cfg.call_timeout_s + 5;
+    workers.push_back(std::make_unique<WorkerClient>(cfg.backend, 0, silence, cache_dir / "logs"));
+    const WorkerInfo& info = workers[0]->info();
+    backend = info.backend;
+    device = info.device;
+    driver = info.driver;
+    arch = info.arch;
+    if (cfg.backend == "gpu" && backend != "gpu")
+      throw NotAvailableError("reward.backend: gpu was asked for but no GPU is visible");
+    int n = static_cast<int>(cfg.workers);
+    if (backend == "gpu") n = std::max(1, std::min(n, info.device_count));
+    for (int i = 1; i < n; ++i)
+      workers.push_back(std::make_unique<WorkerClient>(backend, backend == "gpu" ? i : 0, silence,
+                                                       cache_dir / "logs"));
+    pool = std::make_unique<CompilePool>(backend, arch, cache_dir / "compile", static_cast<int>(cfg.compile_jobs),
+                                         cfg.compile_timeout_s);
+    ready = true;
+    KRL_LOG(info) << "evaluator: backend " << backend << " on " << device << " (" << driver << "), "
+                  << workers.size() << " worker(s), compiler " << pool->toolkit_version();
+  }
+
+  std::string mode_key() const { return cfg.mode + "/" + cfg.l2; }
+
+  nlohmann::json profile(const fs::path& so, const TaskSpec& task, int dev) {
+    nlohmann::json m = nlohmann::json::object();
+    std::vector<std::string> run_once = {find_worker_binary(), "--run-once", so.string(), "--task",
+                                         task_to_json(task).dump(), "--calls", "1", "--backend",
+                                         backend, "--device", std::to_string(dev)};
+    if (cfg.ncu) {
+      std::vector<std::string> cmd = {"ncu", "--clock-control", "none", "--profile-from-start", "off",
+                                      "--csv", "--metrics", kNcuMetrics};
+      cmd.insert(cmd.end(), run_once.begin(), run_once.end());
+      RunResult r = run_process(cmd, 300);
+      nlohmann::json ncu = nlohmann::json::object();
+      std::istringstream in(r.output);
+      std::vector<std::string> header;
+      int kernels = 0;
+      std::set<std::string> ids;
+      for (std::string line; std::getline(in, line);) {
+        if (line.rfind("\"ID\"", 0) == 0) {
+          header = split_csv_line(line);
+          continue;
+        }
+        if (header.empty() || line.empty() || line[0] != '"') continue;
+        auto f = split_csv_line(line);
+        auto col = [&](const char* name) -> std::string {
+          for (size_t i = 0; i < header.size() && i < f.size(); ++i)
+            if (header[i] == name) return f[i];
+          return "";
+        };
+        std::string id = col("ID"), metric = col("Metric Name"), value = col("Metric Value");
+        if (ids.insert(id).second) ++kernels;
+        if (metric.empty()) continue;
+        std::string v = value;
+        v.erase(std::remove(v.begin(), v.end(), ','), v.end());
+        try {
+          ncu["kernels"][col("Kernel Name")][metric] = std::stod(v);
+        } catch (...) {
+          ncu["kernels"][col("Kernel Name")][metric] = value;
+        }
+      }
+      ncu["kernel_launches"] = kernels;
+      if (r.exit_code != 0) ncu["error"] = trim_compiler_log(r.output, "", 10, 1500);
+      m["ncu"] = ncu;
+    }
+    if (cfg.sanitizer) {
+      std::vector<std::string> cmd = {"compute-sanitizer", "--tool", "memcheck", "--error-exitcode", "9"};
+      cmd.insert(cmd.end(), run_once.begin(), run_once.end());
+      RunResult r = run_process(cmd, 600);
+      m["sanitizer"] = {{"ok", r.exit_code == 0},
+                        {"exit_code", r.exit_code},
+                        {"log", trim_compiler_log(r.output, "", 30, 3000)}};
+    }
+    return m;
+  }
+
+  // Fills `r` from the worker's answer.
+  void absorb(EvalResult& r, const nlohmann::json& res, std::map<std::string, nlohmann::json>& raw_seen) {
+    r.status = status_from_name(res.value("status", "internal_error"));
+    r.check = res.value("check", "");
+    r.reason = res.value("reason", "");
+    r.max_abs_dev = res.value("max_abs_dev", 0.0);
+    r.dev_bound = res.value("dev_bound", 0.0);
+    if (res.contains("candidate")) r.cand = timing_from_json(res["candidate"]);
+    if (res.contains("metrics")) r.metrics = res["metrics"];
+    if (res.contains("baselines"))
+      for (auto it = res["baselines"].begin(); it != res["baselines"].end(); ++it)
+        raw_seen[it.key()] = it.value();
+  }
+};
+
+Evaluator::Evaluator(const RewardConfig& cfg, const fs::path& store_path)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->cfg = cfg;
+  if (cfg.min_rounds > cfg.max_rounds)
+    throw ConfigError("reward.min_rounds: " + std::to_string(cfg.min_rounds) +
+                      " is above reward.max_rounds " + std::to_string(cfg.max_rounds));
+  impl_->store = std::make_unique<ResultStore>(store_path);
+  impl_->cache_dir = cfg.cache_dir.empty() ? default_cache_dir() : fs::path(cfg.cache_dir);
+}
+
+Evaluator::~Evaluator() = default;
+
+const std::string& Evaluator::backend() {
+  impl_->ensure_ready();
+  return impl_->backend;
+}
+const std::string& Evaluator::device_name() {
+  impl_->ensure_ready();
+  return impl_->device;
+}
+ResultStore& Evaluator::store() { return *impl_->store; }
+const RewardConfig& Evaluator::config() const { return impl_->cfg; }
+int Evaluator::worker_restarts() const {
+  int n = 0;
+  for (const auto& w : impl_->workers) n += w->restarts();
+  return n;
+}
+std::string Evaluator::hash_of(const std::string& source) {
+  impl_->ensure_ready();
+  return impl_->pool->hash_of(source);
+}
+
+EvalResult Evaluator::evaluate_one(const TaskSpec& task, const std::string& source) {
+  return evaluate(task, {source}).at(0);
+}
+
+std::vector<EvalResult> Evaluator::evaluate(const TaskSpec& task, const std::vector<std::string>& sources) {
+  Impl& im = *impl_;
+  im.ensure_ready();
+  const RewardConfig& cfg = im.cfg;
+  const bool hgemm = task.kind == "hgemm";
+  const bool gpu = im.backend == "gpu";
+  std::vector<EvalResult> out(sources.size());
+  std::vector<Clock::time_point> t0(sources.size(), Clock::now());
+
+  // 1. Static screen.
+  std::vector<size_t> screened;
+  for (size_t i = 0; i < sources.size(); ++i) {
+    EvalResult& r = out[i];
+    r.task = task.name;
+    r.shape = task_shape(task);
+    r.hash = im.pool->hash_of(sources[i]);
+    auto s = screen_source(sources[i], hgemm);
+    if (!s.ok) {
+      r.status = EvalStatus::screen_rejected;
+      r.check = s.rule;
+      r.reason = s.reason;
+    } else {
+      screened.push_back(i);
+    }
+  }
+  // 2. Compile pool.
+  std::vector<std::string> to_compile;
+  for (size_t i : screened) to_compile.push_back(sources[i]);
+  auto compiled = im.pool->compile_all(to_compile);
+  std::vector<std::pair<size_t, fs::path>> to_run;
+  for (size_t j = 0; j < screened.size(); ++j) {
+    EvalResult& r = out[screened[j]];
+    const CompileOutcome& c = compiled[j];
+    r.compile_log = c.log;
+    r.compile_cached = c.cached;
+    r.metrics["compile_s"] = c.seconds;
+    if (c.ok) {
+      to_run.emplace_back(screened[j], c.so_path);
+    } else {
+      r.status = c.timed_out ? EvalStatus::compile_timeout : EvalStatus::compile_error;
+      r.check = c.timed_out ? "compile_timeout" : "compile_error";
+      r.reason = c.timed_out ? "the compiler ran past " + std::to_string(cfg.compile_timeout_s) + " s"
+                             : "compilation failed (see compile_log)";
+    }
+  }
+
+  // 3. Baselines: the reference is always timed beside each candidate; the others come from the
+  //    store when it has them for this (GPU, driver, shape, layout, mode), else are measured.
+  std::string reference = hgemm ? (gpu ? cfg.baseline : "torch") : "torch";
+  std::vector<std::string> ref_raw = hgemm && gpu ? raw_baselines_for(reference, task.layout)
+                                                  : std::vector<std::string>{"torch"};
+  std::vector<std::string> wanted;
+  for (const auto& b : cfg.baselines) {
+    if (b == "all") wanted = report_baseline_names();
+    else wanted.push_back(b);
+  }
+  std::set<std::string> extra_raw;
+  if (hgemm && gpu)
+    for (const auto& b : wanted)
+      for (const auto& rb : raw_baselines_for(b, task.layout)) extra_raw.insert(rb);
+  BaselineKey key{im.device, im.driver, task.m, task.n, task.k, task.layout, im.mode_key()};
+  std::map<std::string, BaselineRow> cached;
+  if (hgemm) cached = im.store->baselines(key);
+  std::vector<std::string> first_list = ref_raw;  // the first candidate also measures the extras
+  for (const auto& rb : extra_raw)
+    if ((cfg.refresh_baselines || !cached.count(rb)) &&
+        std::find(first_list.begin(), first_list.end(), rb) == first_list.end())
+      first_list.push_back(rb);
+  nlohmann::json lt_algo = nlohmann::json::object();
+  if (!cfg.refresh_baselines)
+    for (const std::string lay : {"nn", "tn"}) {
+      auto it = cached.find("lt-auto-" + lay);
+      if (it != cached.end() && it->second.algo >= 0) lt_algo[lay] = it->second.algo;
+    }
+
+  // 4. Run in the workers (one thread per worker, candidates from a shared queue).
+  std::vector<std::map<std::string, nlohmann::json>> raw(sources.size());
+  std::atomic<size_t> next{0};
+  std::atomic<bool> extras_taken{false};
+  auto work = [&](size_t w) {
+    for (size_t q; (q = next++) < to_run.size();) {
+      auto [i, so] = to_run[q];
+      auto started = Clock::now();
+      nlohmann::json req = {{"op", "eval"},
+                            {"so", so.string()},
+                            {"task", task_to_json(task)},
+                            {"seeds", cfg.seeds},
+                            {"slack", cfg.deviation_slack},
+                            {"mode", cfg.mode},
+                            {"l2", cfg.l2},
+                            {"warmup", cfg.warmup},
+                            {"min_rounds", cfg.min_rounds},
+                            {"max_rounds", cfg.max_rounds},
+                            {"budget_ms", cfg.timing_budget_ms},
+                            {"gap_us", cfg.server_gap_us},
+                            {"call_timeout_s", cfg.call_timeout_s},
+                            {"lt_algo", lt_algo}};
+      {
+        static std::mutex seed_mu;
+        std::lock_guard<std::mutex> lock(seed_mu);
+        req["seed_base"] = im.seeds() >> 1;  // fresh inputs for every evaluation
+      }
+      bool extras = !extras_taken.exchange(true);
+      req["baselines"] = extras ? first_list : ref_raw;
+      nlohmann::json res;
+      try {
+        res = im.workers[w]->evaluate(req);
+      } catch (const std::exception& e) {
+        res = {{"status", "internal_error"}, {"check", "worker"}, {"reason", e.what()}};
+      }
+      EvalResult& r = out[i];
+      im.absorb(r, res, raw[i]);
+      r.metrics["seed_base"] = req["seed_base"];
+      r.metrics["worker_s"] = std::chrono::duration<double>(Clock::now() - started).count();
+      if (r.passed() && gpu && (cfg.ncu || cfg.sanitizer)) {
+        auto extra = im.profile(so, task, static_cast<int>(w));
+        for (auto it = extra.begin(); it != extra.end(); ++it) r.metrics[it.key()] = it.value();
+        if (extra.contains("sanitizer") && !extra["sanitizer"]["ok"].get<bool>()) {
+          r.status = EvalStatus::wrong_answer;
+          r.check = "sanitizer_memcheck";
+          r.reason = "compute-sanitizer memcheck reported errors (see metrics.sanitizer.log)";
+        }
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  for (size_t w = 1; w < im.workers.size() && w < to_run.size(); ++w) threads.emplace_back(work, w);
+  work(0);
+  for (auto& t : threads) t.join();
+
+  // 5. Baseline table of this shape: fresh measurements win over the cache; cache them.
+  std::map<std::string, BaselineRow> table = cached;
+  std::set<std::string> fresh;
+  for (const auto& m : raw)
+    for (const auto& [name, j] : m) {
+      if (fresh.count(name)) continue;
+      BaselineRow row;
+      row.stats = timing_from_json(j);
+      row.algo = j.value("algo", int64_t{-1});
+      row.max_abs_dev = j.value("max_abs_dev", 0.0);
+      if (!row.stats.valid()) continue;
+      table[name] = row;
+      fresh.insert(name);
+      if (hgemm) im.store->put_baseline(key, name, row);
+    }
+  std::map<std::string, TimingStats> table_stats;
+  for (const auto& [name, row] : table) table_stats[name] = row.stats;
+
+  // 6. Reward and store.
+  for (size_t i = 0; i < sources.size(); ++i) {
+    EvalResult& r = out[i];
+    // This candidate's own interleaved measurements first, the shape's table for the rest.
+    std::map<std::string, TimingStats> mine = table_stats;
+    for (const auto& [name, j] : raw[i]) mine[name] = timing_from_json(j);
+    if (hgemm && gpu) {
+      for (const auto& name : report_baseline_names()) {
+        TimingStats s;
+        if (pick(mine, raw_baselines_for(name, task.layout), s)) r.baselines[name] = s;
+      }
+    } else if (mine.count("torch")) {
+      r.baselines["torch"] = mine["torch"];
+    }
+    r.reference = reference;
+    if (r.passed()) {
+      TimingStats ref_stats;
+      bool have_ref = false;
+      std::map<std::string, TimingStats> own;
+      for (const auto& [name, j] : raw[i]) own[name] = timing_from_json(j);
+      have_ref = pick(own, ref_raw, ref_stats);
+      if (!have_ref || !r.cand.valid()) {
+        r.status = EvalStatus::internal_error;
+        r.check = "no_reference_timing";
+        r.reason = "the reference baseline " + reference + " was not timed";
+      } else {
+        r.t_ref_us = ref_stats.median_us;
+        r.speedup = r.t_ref_us / r.cand.median_us;
+        r.reward = compute_reward(cfg, {{r.t_ref_us, r.cand.median_us, r.max_abs_dev}}, sources[i],
+                                  &r.reward_reason);
+        r.reward_reason += " [t_ref: " + reference + (hgemm && !gpu ? " (host backend)" : "") + "]";
+      }
+    }
+    if (!r.passed()) {
+      r.reward = cfg.failed_reward;
+      r.reward_reason = std::string("failed_reward ") + std::to_string(cfg.failed_reward) + ": " +
+                        status_name(r.status) + (r.check.empty() ? "" : " (" + r.check + ")");
+    }
+    r.metrics["backend"] = im.backend;
+    r.eval_s = std::chrono::duration<double>(Clock::now() - t0[i]).count();
+    try {
+      im.store->add_result(r, sources[i], im.backend, im.device, im.mode_key());
+    } catch (const std::exception& e) {
+      KRL_LOG(warn) << "results store: " << e.what();
+    }
+  }
+  return out;
+}
+
+}  // namespace kernelrl

@@ -1,0 +1,56 @@
+// The kernel evaluator: the reward of every RL stage and the instrument behind `kernelrl eval`
+// and `kernelrl bench`. Pipeline per candidate: static screen (screen.h) -> compile pool with a
+// content-hash cache (compile.h) -> isolated worker process per GPU (worker_client.h) that checks
+// correctness and times the candidate interleaved with the baselines -> reward (CUDA-L2 Eq. 3,
+// reward_formula.h) -> one row in the SQLite results store (result_store.h). Backend gpu (nvcc,
+// CUDA stream, events) or host (g++, null stream, steady clock), chosen by RewardConfig.backend.
+//
+//   Evaluator ev(cfg, "run/results.sqlite");
+//   std::vector<EvalResult> rs = ev.evaluate(task, {src1, src2, ...});   // never throws for a
+//                                                                        // bad candidate
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "data/task.h"
+#include "reward/eval_result.h"
+#include "reward/result_store.h"
+#include "reward/reward_config.h"
+
+namespace kernelrl {
+
+class Evaluator {
+ public:
+  Evaluator(const RewardConfig& cfg, const std::filesystem::path& store_path);
+  ~Evaluator();
+  Evaluator(const Evaluator&) = delete;
+  Evaluator& operator=(const Evaluator&) = delete;
+
+  // Screens, compiles (in parallel), checks, times and scores every source; results in input
+  // order, each also stored. A failing candidate is a result with failed_reward, never a throw.
+  std::vector<EvalResult> evaluate(const TaskSpec& task, const std::vector<std::string>& sources);
+  EvalResult evaluate_one(const TaskSpec& task, const std::string& source);
+
+  // "gpu" or "host" (resolved from "auto" by asking the worker) and the device name.
+  const std::string& backend();
+  const std::string& device_name();
+  ResultStore& store();
+  const RewardConfig& config() const;
+  int worker_restarts() const;
+  // Content hash the compile cache (and the store) will use for `source`.
+  std::string hash_of(const std::string& source);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Baselines named in RewardConfig, reported per result: every name below.
+const std::vector<std::string>& report_baseline_names();
+// Raw measured baselines behind a report name for a task layout (e.g. cublas-max -> nn, tn).
+std::vector<std::string> raw_baselines_for(const std::string& name, const std::string& layout);
+
+}  // namespace kernelrl

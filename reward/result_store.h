@@ -1,0 +1,71 @@
+// The results store: one SQLite file (WAL, so concurrent readers are fine and a crash loses at
+// most the last transaction) with a row per evaluated candidate, the baseline cache keyed by
+// (GPU, driver, shape, layout, mode) and the best kernel per task. Also the query the rollout's
+// contrastive exemplar store reads: a task's passing candidates with their scores.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "reward/eval_result.h"
+
+struct sqlite3;
+
+namespace kernelrl {
+
+struct BaselineKey {
+  std::string gpu, driver;   // device name and driver version ("host" on the host backend)
+  int64_t m = 0, n = 0, k = 0;
+  std::string layout;        // nn | tn (the task's layout; raw baselines name their own)
+  std::string mode;          // "offline/cold", "server/hot", ...
+};
+
+struct BaselineRow {
+  TimingStats stats;
+  int64_t algo = -1;         // cuBLASLt autotuned: index into the heuristic list; else -1
+  double max_abs_dev = 0;    // deviation on normal inputs, when measured
+};
+
+struct StoredCandidate {
+  std::string hash, task, shape, source, status, check, reason;
+  double reward = 0, speedup = 0, t_cand_us = 0, t_ref_us = 0, max_abs_dev = 0;
+  std::string backend, gpu, created_at;
+};
+
+class ResultStore {
+ public:
+  explicit ResultStore(const std::filesystem::path& path);  // creates tables if needed
+  ~ResultStore();
+  ResultStore(const ResultStore&) = delete;
+  ResultStore& operator=(const ResultStore&) = delete;
+
+  const std::filesystem::path& path() const { return path_; }
+
+  // One row per evaluation; updates the task's best kernel when this one passed and is faster.
+  void add_result(const EvalResult& r, const std::string& source, const std::string& backend,
+                  const std::string& gpu, const std::string& mode);
+  // Latest stored result of (hash, task, backend, gpu), if any.
+  std::optional<EvalResult> find_result(const std::string& hash, const std::string& task,
+                                        const std::string& backend, const std::string& gpu);
+
+  std::map<std::string, BaselineRow> baselines(const BaselineKey& key);
+  void put_baseline(const BaselineKey& key, const std::string& name, const BaselineRow& row);
+
+  // Passing candidates of `task`, highest reward first (for contrastive exemplars).
+  std::vector<StoredCandidate> successful(const std::string& task, int limit = 100);
+  // The best passing kernel of `task` (highest speedup), if any.
+  std::optional<StoredCandidate> best(const std::string& task);
+  int64_t count_results();
+
+ private:
+  void exec(const std::string& sql);
+  std::filesystem::path path_;
+  sqlite3* db_ = nullptr;
+  std::mutex mu_;
+};
+
+}  // namespace kernelrl

@@ -1,0 +1,24 @@
+// Static screen: rejects, with a named rule, candidate sources that would escape or fool the
+// evaluator (streams, events, graphs, threads, processes, files, sockets, the environment,
+// device-wide syncs and allocations, delegation to cuBLAS/cuDNN/LibTorch in HGEMM tasks) or
+// that lack the entry point. Comments are ignored; it is a screen, not a sandbox: the worker
+// process and the runtime checks catch what text matching cannot.
+#pragma once
+
+#include <string>
+
+namespace kernelrl {
+
+struct ScreenResult {
+  bool ok = true;
+  std::string rule;    // e.g. "creates_stream", "delegates_gemm", "missing_entry_point"
+  std::string reason;  // one line naming the offending token
+};
+
+// `hgemm` turns on the delegation rule (cuBLAS/cuBLASLt/cuDNN/LibTorch are the baselines).
+ScreenResult screen_source(const std::string& source, bool hgemm);
+
+// The source with comments removed and string/char literal contents blanked (same length).
+std::string strip_comments_and_strings(const std::string& source);
+
+}  // namespace kernelrl

@@ -1,0 +1,67 @@
+// The worker's device backend: the only part of the evaluation pipeline that differs between
+// the GPU (a non-blocking CUDA stream, CUDA events, a gate on the legacy stream that holds back
+// work launched off the stream) and the host (null stream, steady clock, nothing to wait for).
+// Correctness checks, timing rounds and statistics (harness.h) are shared.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace kernelrl::worker {
+
+// The candidate broke the process's device state (sticky CUDA error) or did not finish: the
+// worker reports it and exits so that the next candidate gets a fresh process and context.
+struct Fatal : std::runtime_error {
+  Fatal(std::string status, std::string check, const std::string& what)
+      : std::runtime_error(what), status(std::move(status)), check(std::move(check)) {}
+  std::string status;  // "hang" | "cuda_error"
+  std::string check;   // e.g. "illegal_address", "kernel_timeout"
+};
+
+// A recoverable launch failure (invalid configuration, too many resources, ...).
+struct LaunchFailure : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual bool gpu() const = 0;
+  virtual int device_index() const { return 0; }
+  virtual void* stream() = 0;  // what the candidate receives
+  // Everything issued so far (any stream) has finished; throws Fatal on a sticky error.
+  virtual void sync_device() = 0;
+  // The stream has drained within `timeout_s`; throws Fatal on timeout or a sticky error.
+  virtual void wait_stream(double timeout_s) = 0;
+  // After calling a candidate: a pending launch error becomes LaunchFailure (or Fatal if sticky).
+  virtual void check_launch() = 0;
+  // Holds back work on the legacy/per-thread default streams until open (GPU only).
+  virtual void gate_close() {}
+  virtual void gate_open() {}
+  // Device-to-device copy on the candidate's stream (host: memcpy).
+  virtual void copy_on_stream(void* dst, const void* src, size_t bytes) = 0;
+  // Timing marks on the stream; elapsed_us(a, b) after wait_stream.
+  virtual void ensure_marks(size_t n) = 0;
+  virtual void mark(size_t i) = 0;
+  virtual double elapsed_us(size_t a, size_t b) = 0;
+
+  // Describes the device for the ready message.
+  struct Info {
+    std::string backend, device, driver, arch;
+    int cc_major = 0, cc_minor = 0, device_count = 0;
+    size_t l2_bytes = 0, free_bytes = 0;
+  };
+  virtual Info info() = 0;
+};
+
+// GPU backend on `device` (throws std::runtime_error when there is none); built with CUDA only.
+std::unique_ptr<Backend> make_gpu_backend(int device);
+std::unique_ptr<Backend> make_host_backend();
+// CUDA devices visible to this process (0 without CUDA).
+int gpu_count();
+
+}  // namespace kernelrl::worker

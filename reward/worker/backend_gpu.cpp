@@ -1,0 +1,171 @@
+// GPU backend: a non-blocking stream for the candidate, CUDA events for timing, the legacy-stream
+// gate (gate.cu) and the mapping of CUDA errors to named, sticky-or-not failures.
+#ifdef KERNELRL_HAVE_CUDA
+#include <cuda_runtime.h>
+
+#include <atomic>
+#include <cctype>
+#include <thread>
+
+#include "common/cuda_check.h"
+#include "reward/worker/backend.h"
+
+namespace kernelrl::worker {
+
+cudaError_t launch_gate(const int* open_device_ptr, long long max_cycles);
+
+namespace {
+
+std::string check_name(cudaError_t e) {
+  switch (e) {
+    case cudaErrorIllegalAddress: return "illegal_address";
+    case cudaErrorMisalignedAddress: return "misaligned_address";
+    case cudaErrorAssert: return "device_assert";
+    case cudaErrorIllegalInstruction: return "illegal_instruction";
+    case cudaErrorLaunchFailure: return "launch_failure";
+    case cudaErrorLaunchTimeout: return "kernel_timeout";
+    case cudaErrorHardwareStackError: return "stack_error";
+    default: {
+      std::string n = cudaGetErrorName(e);  // cudaErrorFooBar -> foo_bar
+      if (n.rfind("cudaError", 0) == 0) n = n.substr(9);
+      std::string out;
+      for (char c : n) {
+        if (std::isupper(static_cast<unsigned char>(c)) && !out.empty()) out += '_';
+        out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      }
+      return out;
+    }
+  }
+}
+
+[[noreturn]] void fatal(cudaError_t e, const char* when) {
+  throw Fatal("cuda_error", check_name(e),
+              std::string(cudaGetErrorName(e)) + " (" + cudaGetErrorString(e) + ") " + when);
+}
+
+class GpuBackend final : public Backend {
+ public:
+  explicit GpuBackend(int device) : device_(device) {
+    CUDA_CHECK(cudaSetDevice(device));
+    CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&open_), sizeof(int), cudaHostAllocMapped));
+    CUDA_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&open_dev_), open_, 0));
+    *open_ = 1;
+    int khz = 0;
+    CUDA_CHECK(cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, device));
+    gate_cycles_ = static_cast<long long>(khz) * 1000LL * 120;  // at most ~2 minutes
+  }
+  ~GpuBackend() override {
+    *open_ = 1;
+    for (auto e : events_) cudaEventDestroy(e);
+    cudaStreamDestroy(stream_);
+    cudaFreeHost(open_);
+  }
+  bool gpu() const override { return true; }
+  int device_index() const override { return device_; }
+  void* stream() override { return stream_; }
+
+  void sync_device() override {
+    cudaError_t e = cudaDeviceSynchronize();
+    if (e != cudaSuccess) fatal(e, "while synchronizing the device");
+  }
+  void wait_stream(double timeout_s) override {
+    auto t0 = std::chrono::steady_clock::now();
+    for (int spins = 0;; ++spins) {
+      cudaError_t e = cudaStreamQuery(stream_);
+      if (e == cudaSuccess) return;
+      if (e != cudaErrorNotReady) fatal(e, "on the candidate's stream");
+      double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      if (waited > timeout_s)
+        throw Fatal("hang", "kernel_timeout",
+                    "the stream did not drain within " + std::to_string(timeout_s) + " s");
+      if (spins > 1000) std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+  }
+  void check_launch() override {
+    cudaError_t e = cudaGetLastError();
+    if (e == cudaSuccess) return;
+    // Sticky errors survive cudaGetLastError; a second call tells them apart.
+    cudaError_t again = cudaGetLastError();
+    if (again != cudaSuccess) fatal(e, "after the candidate's launch");
+    throw LaunchFailure(std::string("launch failed: ") + cudaGetErrorName(e) + " (" +
+                        cudaGetErrorString(e) + ")");
+  }
+  void gate_close() override {
+    *open_ = 0;
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    cudaError_t e = launch_gate(open_dev_, gate_cycles_);
+    if (e != cudaSuccess) {
+      *open_ = 1;
+      fatal(e, "launching the stream gate");
+    }
+  }
+  void gate_open() override {
+    *open_ = 1;
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+  }
+  void copy_on_stream(void* dst, const void* src, size_t bytes) override {
+    cudaError_t e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_);
+    if (e != cudaSuccess) fatal(e, "copying outputs");
+  }
+  void ensure_marks(size_t n) override {
+    while (events_.size() < n) {
+      cudaEvent_t ev;
+      CUDA_CHECK(cudaEventCreate(&ev));
+      events_.push_back(ev);
+    }
+  }
+  void mark(size_t i) override {
+    cudaError_t e = cudaEventRecord(events_[i], stream_);
+    if (e != cudaSuccess) fatal(e, "recording an event");
+  }
+  double elapsed_us(size_t a, size_t b) override {
+    float ms = 0;
+    cudaError_t e = cudaEventElapsedTime(&ms, events_[a], events_[b]);
+    if (e != cudaSuccess) fatal(e, "reading events");
+    return ms * 1000.0;
+  }
+  Info info() override {
+    Info i;
+    cudaDeviceProp p{};
+    CUDA_CHECK(cudaGetDeviceProperties(&p, device_));
+    i.backend = "gpu";
+    i.device = p.name;
+    int drv = 0, rt = 0;
+    CUDA_CHECK(cudaDriverGetVersion(&drv));
+    CUDA_CHECK(cudaRuntimeGetVersion(&rt));
+    i.driver = "cuda-driver-" + std::to_string(drv) + "/runtime-" + std::to_string(rt);
+    i.cc_major = p.major;
+    i.cc_minor = p.minor;
+    // Hopper gets sm_90a (wgmma/TMA); others their plain arch.
+    i.arch = "sm_" + std::to_string(p.major) + std::to_string(p.minor) + (p.major == 9 ? "a" : "");
+    CUDA_CHECK(cudaGetDeviceCount(&i.device_count));
+    i.l2_bytes = static_cast<size_t>(p.l2CacheSize);
+    size_t free_b = 0, total_b = 0;
+    CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+    i.free_bytes = free_b;
+    return i;
+  }
+
+ private:
+  int device_;
+  cudaStream_t stream_ = nullptr;
+  int* open_ = nullptr;
+  int* open_dev_ = nullptr;
+  long long gate_cycles_ = 0;
+  std::vector<cudaEvent_t> events_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_gpu_backend(int device) {
+  return std::make_unique<GpuBackend>(device);
+}
+
+int gpu_count() {
+  int n = 0;
+  return cudaGetDeviceCount(&n) == cudaSuccess ? n : 0;
+}
+
+}  // namespace kernelrl::worker
+#endif  // KERNELRL_HAVE_CUDA

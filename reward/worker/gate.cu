@@ -1,0 +1,20 @@
+// The gate: one single-thread kernel on the legacy default stream that spins until the host
+// opens it (or a cycle limit passes). Work a candidate launches on the legacy or per-thread
+// default stream queues behind it, so after the candidate's own stream drains, its outputs show
+// only what it did on that stream: work that escaped the stream is caught deterministically.
+#include <cuda_runtime.h>
+
+namespace kernelrl::worker {
+
+__global__ void gate_kernel(const volatile int* open, long long max_cycles) {
+  const long long t0 = clock64();
+  while (*open == 0 && clock64() - t0 < max_cycles) {
+  }
+}
+
+cudaError_t launch_gate(const int* open_device_ptr, long long max_cycles) {
+  gate_kernel<<<1, 1, 0, cudaStreamLegacy>>>(open_device_ptr, max_cycles);
+  return cudaGetLastError();
+}
+
+}  // namespace kernelrl::worker

@@ -1,0 +1,176 @@
+// kernelrl_eval_worker: the isolated process that loads and runs candidates for the evaluator
+// (reward/worker_client.h talks to it). One JSON request per stdin line, JSON lines back on a
+// private copy of stdout (fd 1 itself goes to stderr, so a candidate's printf cannot corrupt the
+// protocol). A sticky CUDA error or a kernel that does not finish is reported and the process
+// exits; a crash simply kills it: the client restarts it either way.
+//
+//   kernelrl_eval_worker [--backend auto|gpu|host] [--device N]
+//   kernelrl_eval_worker --run-once SO --task JSON [--calls N] [--backend ...] [--device N]
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <memory>
+#include <string>
+
+#include "reward/worker/backend.h"
+#include "reward/worker/harness.h"
+
+using namespace kernelrl::worker;
+
+namespace {
+
+FILE* g_out = nullptr;  // the protocol channel
+
+void send(const nlohmann::json& j) {
+  std::string s = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  std::fwrite(s.data(), 1, s.size(), g_out);
+  std::fflush(g_out);
+}
+
+struct Loaded {
+  void* handle = nullptr;
+  LaunchFn fn = nullptr;
+  std::string error;
+};
+
+Loaded load(const std::string& so) {
+  Loaded l;
+  l.handle = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!l.handle) {
+    const char* e = dlerror();
+    l.error = std::string("dlopen failed: ") + (e ? e : "?");
+    return l;
+  }
+  dlerror();
+  l.fn = reinterpret_cast<LaunchFn>(dlsym(l.handle, "kernelrl_launch"));
+  if (!l.fn) {
+    l.error = "no symbol kernelrl_launch with C linkage (declare it extern \"C\" or include kernel_abi.h)";
+    dlclose(l.handle);
+    l.handle = nullptr;
+  }
+  return l;
+}
+
+std::unique_ptr<Backend> make_backend(const std::string& backend, int device) {
+  if (backend == "host" || (backend == "auto" && gpu_count() == 0)) return make_host_backend();
+  return make_gpu_backend(device);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string backend_name = "auto", run_once_so, task_json;
+  int device = 0, calls = 3;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto next = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "kernelrl_eval_worker: %s needs a value\n", a.c_str());
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (a == "--backend") backend_name = next();
+    else if (a == "--device") device = std::stoi(next());
+    else if (a == "--run-once") run_once_so = next();
+    else if (a == "--task") task_json = next();
+    else if (a == "--calls") calls = std::stoi(next());
+    else {
+      std::fprintf(stderr, "kernelrl_eval_worker: unknown argument %s\n", a.c_str());
+      return 2;
+    }
+  }
+  // Keep the protocol on a private descriptor; candidates' stdout goes to stderr.
+  int proto = dup(1);
+  dup2(2, 1);
+  g_out = fdopen(proto, "w");
+
+  std::unique_ptr<Backend> backend;
+  try {
+    backend = make_backend(backend_name, device);
+  } catch (const std::exception& e) {
+    send({{"ready", false}, {"error", e.what()}});
+    return 1;
+  }
+  Harness harness(*backend);
+
+  if (!run_once_so.empty()) {  // for ncu / compute-sanitizer
+    Loaded l = load(run_once_so);
+    if (!l.fn) {
+      std::fprintf(stderr, "%s\n", l.error.c_str());
+      return 3;
+    }
+    try {
+      harness.run_once(nlohmann::json::parse(task_json), l.fn, calls);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "run-once failed: %s\n", e.what());
+      return 4;
+    }
+    return 0;
+  }
+
+  auto info = backend->info();
+  send({{"ready", true},
+        {"backend", info.backend},
+        {"device", info.device},
+        {"driver", info.driver},
+        {"arch", info.arch},
+        {"cc", std::to_string(info.cc_major) + "." + std::to_string(info.cc_minor)},
+        {"device_count", info.device_count},
+        {"l2_bytes", info.l2_bytes},
+        {"pid", static_cast<int>(getpid())}});
+
+  std::string line;
+  while (std::getline(std::cin, line)) {
+    if (line.empty()) continue;
+    nlohmann::json req;
+    try {
+      req = nlohmann::json::parse(line);
+    } catch (const std::exception& e) {
+      send({{"result", {{"status", "internal_error"}, {"reason", std::string("bad request: ") + e.what()}}}});
+      continue;
+    }
+    std::string op = req.value("op", "");
+    if (op == "exit") break;
+    if (op == "ping") {
+      send({{"pong", true}});
+      continue;
+    }
+    if (op != "eval") {
+      send({{"result", {{"status", "internal_error"}, {"reason", "unknown op " + op}}}});
+      continue;
+    }
+    Loaded l = load(req.value("so", ""));
+    if (!l.fn) {
+      send({{"result", {{"status", "load_error"}, {"check", "load"}, {"reason", l.error}}}});
+      continue;
+    }
+    nlohmann::json result;
+    try {
+      result = harness.evaluate(req, l.fn, [](const std::string& what) { send({{"tick", what}}); });
+    } catch (const Fatal& f) {
+      // The context is unusable (or a kernel is still running): report, then leave without
+      // running destructors that would touch the device.
+      send({{"result", {{"status", f.status}, {"check", f.check}, {"reason", f.what()}}}, {"fatal", true}});
+      std::fflush(nullptr);
+      _exit(3);
+    } catch (const std::exception& e) {
+      // A sticky CUDA error can surface through a LibTorch call: check the device before
+      // blaming the harness, and leave if the context is gone.
+      try {
+        backend->sync_device();
+      } catch (const Fatal& f) {
+        send({{"result", {{"status", f.status}, {"check", f.check}, {"reason", f.what()}}}, {"fatal", true}});
+        std::fflush(nullptr);
+        _exit(3);
+      }
+      result = {{"status", "internal_error"}, {"check", "harness"}, {"reason", e.what()}};
+    }
+    send({{"result", result}});
+    dlclose(l.handle);
+  }
+  return 0;
+}

@@ -1,0 +1,50 @@
+// Parent side of the isolated worker (reward/worker/worker_main.cpp): starts it, sends one
+// request per candidate, waits with a timeout on each progress message, and turns a crash, an
+// abort, a hang or a reported sticky CUDA error into a result, restarting the worker for the
+// next candidate. The worker is reused while healthy.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <string>
+
+#include "reward/subprocess.h"
+
+namespace kernelrl {
+
+struct WorkerInfo {
+  std::string backend, device, driver, arch, cc;
+  int device_count = 0;
+  size_t l2_bytes = 0;
+};
+
+class WorkerClient {
+ public:
+  // backend: auto | gpu | host; `silence_s`: no message for this long = hang.
+  WorkerClient(std::string backend, int device, double silence_s, std::filesystem::path log_dir);
+  ~WorkerClient();
+  const WorkerInfo& info();  // starts the worker if needed
+  // One eval request; a crash or hang becomes {"status": "crash"|"hang", ...}.
+  nlohmann::json evaluate(const nlohmann::json& request);
+  int restarts() const { return restarts_; }
+  void stop();
+
+ private:
+  void start();
+  std::string stderr_tail(size_t bytes = 1500) const;
+  std::string backend_;
+  int device_;
+  double silence_s_;
+  std::filesystem::path log_dir_, log_path_;
+  ChildProcess proc_;
+  WorkerInfo info_;
+  bool started_ = false;
+  int restarts_ = 0;
+};
+
+// The worker executable: $KERNELRL_EVAL_WORKER, else beside the running executable (or its
+// parent dirs' reward/), else the path it was built at.
+std::string find_worker_binary();
+
+}  // namespace kernelrl
