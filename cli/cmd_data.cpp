@@ -1,5 +1,11 @@
 // `kernelrl data build|stats|synth`: the triplet corpus and the kernel families.
+#include <iostream>
+
 #include "cli/commands.h"
+#include "common/config.h"
+#include "common/error.h"
+#include "data/corpus_builder.h"
+#include "data/data_config.h"
 
 namespace kernelrl::cli {
 
@@ -7,19 +13,37 @@ void register_data(CLI::App& app) {
   auto* sub = app.add_subcommand("data", "Build and inspect training data");
   sub->require_subcommand(1);
   struct Opts {
-    std::vector<std::string> from, docs;
-    std::string out, input, families = "all";
-    int64_t n = 100;
+    std::vector<std::string> from, docs, set;
+    std::string out, input, families = "all", config;
+    int64_t n = 100, seed = 0;
+    double threshold = 0.8;
   };
   auto o = std::make_shared<Opts>();
   auto* build = sub->add_subcommand("build", "CUDA sources -> instruction-context-code triplets");
   build->add_option("--from", o->from, "source tree to scan (repeatable)")->required();
   build->add_option("--docs", o->docs, "documentation folder for retrieval (repeatable)");
   build->add_option("--out", o->out, "output JSONL")->required();
-  build->callback([] { not_built("data build", "the corpus builder is not in this build"); });
+  build->add_option("--config", o->config, "job YAML whose data.build section is used");
+  build->add_option("--set", o->set, "data.build override key=value (repeatable), e.g. min_chars=200");
+  build->callback([o] {
+    DataConfig data;
+    YAML::Node root = o->config.empty() ? YAML::Node(YAML::NodeType::Map)
+                                        : cfg::load_yaml_file(o->config)["data"];
+    if (!root) root = YAML::Node(YAML::NodeType::Map);
+    std::vector<std::string> overrides;
+    for (const auto& s : o->set) overrides.push_back("build." + s);
+    cfg::apply_overrides(root, overrides);
+    cfg::read(root, data);
+    std::vector<std::filesystem::path> from(o->from.begin(), o->from.end());
+    std::vector<std::filesystem::path> docs(o->docs.begin(), o->docs.end());
+    CorpusBuildReport rep = build_corpus(data.build, from, docs, o->out);
+    std::cout << rep.summary() << "\nwrote " << o->out << "\n";
+  });
   auto* stats = sub->add_subcommand("stats", "Counts, histograms and duplicates of a corpus");
   stats->add_option("corpus", o->input, "triplet JSONL")->required();
-  stats->callback([] { not_built("data stats", "the corpus builder is not in this build"); });
+  stats->add_option("--threshold", o->threshold, "MinHash Jaccard for near duplicates")
+      ->check(CLI::Range(0.01, 1.0));
+  stats->callback([o] { std::cout << corpus_stats(o->input, o->threshold).format(); });
   auto* synth = sub->add_subcommand("synth", "Write kernel-family variants as triplets");
   synth->add_option("--families", o->families, "all | comma-separated family names");
   synth->add_option("--n", o->n, "variants to write")->check(CLI::PositiveNumber);

@@ -1,0 +1,206 @@
+#include "data/families.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <random>
+#include <sstream>
+#include <stdexcept>
+
+#include "common/error.h"
+#include "data/families_internal.h"
+#include "data/task_ops.h"
+
+namespace kernelrl {
+
+namespace families {
+
+std::string fill(std::string tpl, const std::vector<std::pair<std::string, std::string>>& kv) {
+  std::string out;
+  out.reserve(tpl.size() + 1024);
+  size_t i = 0;
+  while (i < tpl.size()) {
+    size_t a = tpl.find('$', i);
+    if (a == std::string::npos) {
+      out.append(tpl, i, std::string::npos);
+      break;
+    }
+    size_t b = tpl.find('$', a + 1);
+    std::string key = b == std::string::npos ? "" : tpl.substr(a + 1, b - a - 1);
+    bool is_key = !key.empty() && std::all_of(key.begin(), key.end(), [](char c) {
+      return (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+    });
+    if (!is_key) {
+      out.append(tpl, i, a + 1 - i);
+      i = a + 1;
+      continue;
+    }
+    auto it = std::find_if(kv.begin(), kv.end(), [&](const auto& p) { return p.first == key; });
+    if (it == kv.end()) throw std::logic_error("family template: no value for $" + key + "$");
+    out.append(tpl, i, a - i);
+    out += it->second;
+    i = b + 1;
+  }
+  return out;
+}
+
+std::string param_list(const std::vector<std::pair<std::string, int64_t>>& p, const char* sep) {
+  std::string s;
+  for (size_t i = 0; i < p.size(); ++i) {
+    if (i) s += sep;
+    std::string k = p[i].first;
+    std::transform(k.begin(), k.end(), k.begin(), ::tolower);
+    s += k + std::to_string(p[i].second);
+  }
+  return s;
+}
+
+std::string float_literal(double x) {
+  char buf[64];
+  for (int prec = 6; prec <= 17; ++prec) {
+    std::snprintf(buf, sizeof buf, "%.*g", prec, x);
+    if (static_cast<float>(std::strtod(buf, nullptr)) == static_cast<float>(x)) break;
+  }
+  std::string s = buf;
+  if (s.find_first_of(".eEn") == std::string::npos) s += ".0";
+  return s + "f";
+}
+
+}  // namespace families
+
+const std::vector<FamilyInfo>& kernel_families() {
+  static const std::vector<FamilyInfo> f = {
+      {"hgemm_tiled", "hgemm", "cuda", "shared-memory SIMT tiling, per-thread register tiles"},
+      {"hgemm_wmma", "hgemm", "cuda", "WMMA 16x16x16 tensor-core fragments"},
+      {"hgemm_mma", "hgemm", "cuda",
+       "mma.sync m16n8k16 + ldmatrix + multi-stage cp.async, swizzled smem, block swizzle, split-K"},
+      {"hgemm_host", "hgemm", "host", "cache-blocked C++ with fp16 bit conversions"},
+      {"elementwise", "general", "cuda,host", "activations and binary elementwise ops"},
+      {"reduction", "general", "cuda,host", "row/column/all reductions, argmax/argmin, cumsum"},
+      {"softmax", "general", "cuda,host", "row softmax, log-softmax, scaled softmax"},
+      {"norm", "general", "cuda,host", "layernorm, rmsnorm, l2 normalize, add+layernorm"},
+      {"transpose", "general", "cuda,host", "2-D and batched transposes"},
+      {"gather_scatter", "general", "cuda,host", "row gather, scatter-add, take-along"},
+      {"matmul", "general", "cuda,host", "small fp32 matmul + bias + activation, matvec, bmm"},
+  };
+  return f;
+}
+
+std::string kernel_abi_prelude() {
+  return R"(#ifndef KERNELRL_KERNEL_ABI_H  // the contract of reward/kernel_abi.h
+#define KERNELRL_KERNEL_ABI_H
+#include <stddef.h>
+#include <stdint.h>
+typedef struct {
+  const void* inputs[8];  int n_inputs;
+  void*       outputs[4]; int n_outputs;
+  int64_t     dims[8];    int n_dims;
+  void*       workspace;  size_t workspace_bytes;
+} kernelrl_args;
+extern "C" int kernelrl_launch(const kernelrl_args* args, void* stream);
+#endif
+)";
+}
+
+std::vector<KernelVariant> variants_for_task(const TaskSpec& task, const std::string& backend) {
+  std::vector<KernelVariant> out;
+  if (task.kind == "hgemm") {
+    for (const auto& fam : kernel_families()) {
+      if (fam.kind != "hgemm" || fam.backends.find(backend) == std::string::npos) continue;
+      for (auto& v : hgemm_family_variants(fam.name))
+        if (v.layout == task.layout && v.acc == task.acc) out.push_back(std::move(v));
+    }
+    return out;
+  }
+  const OpInfo* op = find_op(task.op);
+  if (!op) return out;
+  std::vector<double> op_params(task.params.begin(),
+                                task.params.begin() + std::min(task.params.size(), op->params.size()));
+  return general_family_variants(op->category, backend, task.op, op_params);
+}
+
+std::vector<KernelVariant> sample_variants(const std::string& families_arg, int64_t n,
+                                           uint64_t seed, const std::vector<TaskSpec>& tasks) {
+  std::vector<std::string> names;
+  if (families_arg == "all") {
+    for (const auto& f : kernel_families()) names.push_back(f.name);
+  } else {
+    std::stringstream ss(families_arg);
+    std::string x;
+    while (std::getline(ss, x, ',')) {
+      bool known = false;
+      for (const auto& f : kernel_families()) known |= f.name == x;
+      if (!known) {
+        std::string all;
+        for (const auto& f : kernel_families()) all += (all.empty() ? "" : ", ") + f.name;
+        throw UserError("--families: unknown family \"" + x + "\" (known: all, " + all + ")");
+      }
+      names.push_back(x);
+    }
+  }
+  std::mt19937_64 rng(seed);
+  std::vector<std::vector<KernelVariant>> pools;
+  for (const auto& name : names) {
+    std::vector<KernelVariant> pool;
+    const FamilyInfo* info = nullptr;
+    for (const auto& f : kernel_families())
+      if (f.name == name) info = &f;
+    if (info->kind == "hgemm") {
+      pool = hgemm_family_variants(name);
+    } else {
+      for (const auto& t : tasks) {
+        if (t.kind != "general") continue;
+        const OpInfo* op = find_op(t.op);
+        if (!op || op->category != name) continue;
+        std::vector<double> op_params(t.params.begin(),
+                                      t.params.begin() + std::min(t.params.size(), op->params.size()));
+        for (const std::string be : {"cuda", "host"})
+          for (auto& v : general_family_variants(name, be, t.op, op_params)) pool.push_back(std::move(v));
+      }
+    }
+    std::shuffle(pool.begin(), pool.end(), rng);
+    if (!pool.empty()) pools.push_back(std::move(pool));
+  }
+  std::vector<KernelVariant> out;
+  if (pools.empty()) return out;
+  for (int64_t i = 0; static_cast<int64_t>(out.size()) < n; ++i) {
+    auto& pool = pools[i % pools.size()];
+    out.push_back(pool[(i / pools.size()) % pool.size()]);
+  }
+  return out;
+}
+
+Triplet variant_triplet(const KernelVariant& v) {
+  Triplet t;
+  t.id = "family:" + v.name;
+  t.instruction = v.instruction;
+  std::ostringstream ctx;
+  ctx << "Contract (reward/kernel_abi.h): the candidate defines extern \"C\" int "
+         "kernelrl_launch(const kernelrl_args* args, void* stream) and returns 0 on success; "
+         "kernelrl_args holds inputs[8], outputs[4], dims[8], a workspace of 32 MiB and its "
+         "size. ";
+  if (v.backend == "cuda")
+    ctx << "The evaluator compiles it with nvcc for the GPU, checks it against a reference on "
+           "fresh inputs with poisoned outputs and guard bands, and times it with CUDA events "
+           "on `stream`.";
+  else
+    ctx << "The host backend compiles it with g++ into a shared library and calls it with a "
+           "null stream on host memory.";
+  if (v.family == "hgemm_mma")
+    ctx << "\nmma.sync.aligned.m16n8k16.row.col: A fragment 4 x .b32 (rows g and g+8, k pairs "
+           "2t, 2t+8), B fragment 2 x .b32 (k pairs for column g), C fragment rows g and g+8, "
+           "columns 2t, 2t+1, with g = lane/4, t = lane%4. ldmatrix.x4 loads four 8x8 matrices "
+           "whose row addresses come from lanes 8i..8i+7; .trans transposes each. cp.async.cg "
+           "copies 16 bytes global->shared asynchronously; commit_group/wait_group N bound the "
+           "copies in flight.";
+  t.context = ctx.str();
+  t.code = v.source;
+  t.source = "family:" + v.family;
+  t.tags = {"family", v.family, v.backend, v.op};
+  if (v.op == "hgemm") {
+    t.tags.push_back("layout_" + v.layout);
+    t.tags.push_back("acc_" + v.acc);
+  }
+  return t;
+}
+
+}  // namespace kernelrl

@@ -1,0 +1,68 @@
+// Kernel families: parameterized generators that write complete candidate kernels against the
+// evaluator contract (reward/kernel_abi.h: `extern "C" int kernelrl_launch(const kernelrl_args*,
+// void* stream)`), each with an instruction stating the target and the choices made.
+//   HGEMM (CUDA): hgemm_tiled (shared-memory SIMT), hgemm_wmma (WMMA 16x16x16), hgemm_mma
+//   (mma.sync m16n8k16 + ldmatrix + multi-stage cp.async, XOR-swizzled shared memory, grouped
+//   block rasterization, split-K); HGEMM (host): hgemm_host. General (CUDA and host, one variant
+//   set per general task op): elementwise, reduction, softmax, norm, transpose, gather_scatter,
+//   matmul. Generated sources carry their own copy of the ABI struct under the include guard
+//   KERNELRL_KERNEL_ABI_H, so they compile alone or after reward/kernel_abi.h.
+// Contract per task kind: HGEMM: inputs[0]=A (MxK row-major fp16), inputs[1]=B (KxN row-major
+// for nn, column-major for tn), outputs[0]=C (MxN row-major fp16), dims={M,N,K}; general: inputs
+// and outputs in the op's order (task_ops.h), dims = the op's sizes in order, params baked in as
+// constants. Every HGEMM variant handles any M, N, K that are multiples of 64; it returns non-zero
+// for other shapes. Host variants: plain C++17 for g++, the same entry point, stream ignored.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "data/task.h"
+#include "data/triplet.h"
+
+namespace kernelrl {
+
+struct KernelVariant {
+  std::string family;   // e.g. hgemm_mma, softmax
+  std::string name;     // unique: family, backend, op/layout and parameters
+  std::string backend;  // cuda | host
+  std::string op;       // "hgemm" or the general op (task_ops.h)
+  std::string layout = "nn", acc = "f32";  // HGEMM only
+  std::vector<double> op_params;           // general only: the task params baked in
+  std::vector<std::pair<std::string, int64_t>> params;  // generator choices
+  std::string instruction;
+  std::string source;   // complete .cu (cuda) or .cpp (host) file
+};
+
+struct FamilyInfo {
+  std::string name;
+  std::string kind;      // hgemm | general
+  std::string backends;  // "cuda", "host" or "cuda,host"
+  std::string summary;
+};
+const std::vector<FamilyInfo>& kernel_families();
+
+// The ABI block every generated source starts with.
+std::string kernel_abi_prelude();
+
+// Every variant a HGEMM family offers (its whole parameter grid, both layouts and accumulators).
+std::vector<KernelVariant> hgemm_family_variants(const std::string& family);
+// Variants of a general family for one op (with its params; empty = defaults in task_suite).
+std::vector<KernelVariant> general_family_variants(const std::string& family,
+                                                   const std::string& backend,
+                                                   const std::string& op,
+                                                   const std::vector<double>& op_params);
+// The host and CUDA variants written for a general task (its op and params), all backends.
+std::vector<KernelVariant> variants_for_task(const TaskSpec& task, const std::string& backend);
+
+// `families` is "all" or comma-separated family names; `tasks` supply the general ops and their
+// params. Returns `n` variants drawn round-robin over the families, each family's variants in a
+// seeded shuffled order (wrapping around when a family has fewer than its share).
+std::vector<KernelVariant> sample_variants(const std::string& families, int64_t n, uint64_t seed,
+                                           const std::vector<TaskSpec>& tasks);
+
+Triplet variant_triplet(const KernelVariant& v);
+
+}  // namespace kernelrl
