@@ -1,0 +1,482 @@
+#include "model/checkpoint.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+#include <set>
+#include <sstream>
+
+#include "common/error.h"
+#include "common/fs.h"
+
+namespace kernelrl {
+namespace {
+
+using json = nlohmann::json;
+
+constexpr uint64_t kMaxHeaderBytes = 100u << 20;  // the safetensors spec's own limit
+
+struct DtypeInfo {
+  const char* name;
+  torch::Dtype dtype;
+  int64_t bytes;
+};
+const std::vector<DtypeInfo>& dtype_table() {
+  static const std::vector<DtypeInfo> t = {
+      {"F64", torch::kFloat64, 8}, {"F32", torch::kFloat32, 4}, {"F16", torch::kFloat16, 2},
+      {"BF16", torch::kBFloat16, 2}, {"I64", torch::kInt64, 8}, {"I32", torch::kInt32, 4},
+      {"I16", torch::kInt16, 2},   {"I8", torch::kInt8, 1},     {"U8", torch::kUInt8, 1},
+      {"BOOL", torch::kBool, 1}};
+  return t;
+}
+const DtypeInfo* dtype_by_name(const std::string& name) {
+  for (const auto& d : dtype_table())
+    if (name == d.name) return &d;
+  return nullptr;
+}
+const DtypeInfo& dtype_by_torch(torch::Dtype dt) {
+  for (const auto& d : dtype_table())
+    if (d.dtype == dt) return d;
+  throw std::runtime_error(std::string("safetensors: unsupported tensor dtype ") +
+                           c10::toString(dt));
+}
+
+std::string dtype_name(torch::Dtype dt) {
+  if (dt == torch::kBFloat16) return "bf16";
+  if (dt == torch::kFloat32) return "fp32";
+  if (dt == torch::kFloat16) return "fp16";
+  throw UserError(std::string("unsupported model dtype ") + c10::toString(dt));
+}
+[[noreturn]] void bad_file(const fs::path& path, const std::string& why) {
+  throw UserError("safetensors file " + path.string() + ": " + why);
+}
+
+struct ParsedFile {
+  std::string bytes;
+  json header;
+  uint64_t data_start = 0;
+};
+
+ParsedFile parse_safetensors(const fs::path& path) {
+  ParsedFile f;
+  if (!fs::is_regular_file(path)) throw UserError("safetensors file not found: " + path.string());
+  f.bytes = read_file(path, "safetensors file");
+  if (f.bytes.size() < 8) bad_file(path, "shorter than its 8-byte header length (truncated?)");
+  uint64_t n = 0;
+  for (int i = 7; i >= 0; --i) n = (n << 8) | static_cast<unsigned char>(f.bytes[i]);  // LE
+  if (n > kMaxHeaderBytes || n > f.bytes.size() - 8)
+    bad_file(path, "header length " + std::to_string(n) + " exceeds the file (truncated or corrupt)");
+  f.header = json::parse(f.bytes.begin() + 8, f.bytes.begin() + 8 + static_cast<int64_t>(n), nullptr,
+                         /*allow_exceptions=*/false);
+  if (f.header.is_discarded() || !f.header.is_object())
+    bad_file(path, "header is not a JSON object (corrupt file?)");
+  f.data_start = 8 + n;
+  return f;
+}
+
+}  // namespace
+
+// ---- safetensors -------------------------------------------------------------------------
+
+std::map<std::string, torch::Tensor> read_safetensors(const fs::path& path) {
+  ParsedFile f = parse_safetensors(path);
+  const uint64_t data_size = f.bytes.size() - f.data_start;
+  std::map<std::string, torch::Tensor> out;
+  for (const auto& [name, e] : f.header.items()) {
+    if (name == "__metadata__") continue;
+    if (!e.is_object() || !e.contains("dtype") || !e.contains("shape") ||
+        !e.contains("data_offsets") || !e["dtype"].is_string() || !e["shape"].is_array() ||
+        !e["data_offsets"].is_array() || e["data_offsets"].size() != 2)
+      bad_file(path, "entry \"" + name + "\" needs dtype, shape and data_offsets [begin, end]");
+    const DtypeInfo* dt = dtype_by_name(e["dtype"].get<std::string>());
+    if (!dt) bad_file(path, "entry \"" + name + "\" has unsupported dtype " + e["dtype"].dump());
+    std::vector<int64_t> shape;
+    int64_t numel = 1;
+    for (const auto& d : e["shape"]) {
+      if (!d.is_number_integer() || d.get<int64_t>() < 0)
+        bad_file(path, "entry \"" + name + "\" has a bad shape " + e["shape"].dump());
+      shape.push_back(d.get<int64_t>());
+      numel *= shape.back();
+    }
+    const auto& off = e["data_offsets"];
+    if (!off[0].is_number_unsigned() || !off[1].is_number_unsigned())
+      bad_file(path, "entry \"" + name + "\" has non-integer data_offsets");
+    const uint64_t b = off[0].get<uint64_t>(), en = off[1].get<uint64_t>();
+    if (b > en || en > data_size)
+      bad_file(path, "entry \"" + name + "\" data_offsets [" + std::to_string(b) + ", " +
+                         std::to_string(en) + "] lie outside the " + std::to_string(data_size) +
+                         "-byte data section (truncated?)");
+    if (en - b != static_cast<uint64_t>(numel * dt->bytes))
+      bad_file(path, "entry \"" + name + "\" holds " + std::to_string(en - b) + " bytes but shape " +
+                         e["shape"].dump() + " of " + dt->name + " needs " +
+                         std::to_string(numel * dt->bytes));
+    auto t = torch::empty(shape, torch::TensorOptions().dtype(dt->dtype));
+    if (numel > 0) std::memcpy(t.data_ptr(), f.bytes.data() + f.data_start + b, en - b);
+    out.emplace(name, std::move(t));
+  }
+  return out;
+}
+
+std::map<std::string, std::string> read_safetensors_metadata(const fs::path& path) {
+  ParsedFile f = parse_safetensors(path);
+  std::map<std::string, std::string> out;
+  if (f.header.contains("__metadata__") && f.header["__metadata__"].is_object())
+    for (const auto& [k, v] : f.header["__metadata__"].items())
+      if (v.is_string()) out[k] = v.get<std::string>();
+  return out;
+}
+
+void write_safetensors(const fs::path& path,
+                       const std::vector<std::pair<std::string, torch::Tensor>>& tensors,
+                       const std::map<std::string, std::string>& metadata) {
+  json header = json::object();
+  json meta = json::object();
+  for (const auto& [k, v] : metadata) meta[k] = v;
+  meta["format"] = "pt";
+  header["__metadata__"] = meta;
+  std::vector<torch::Tensor> cpu;
+  uint64_t offset = 0;
+  for (const auto& [name, t] : tensors) {
+    if (header.contains(name)) throw std::runtime_error("safetensors: duplicate tensor " + name);
+    auto c = t.detach().to(torch::kCPU).contiguous();
+    const DtypeInfo& dt = dtype_by_torch(c.scalar_type());
+    const uint64_t nbytes = static_cast<uint64_t>(c.numel()) * dt.bytes;
+    header[name] = {{"dtype", dt.name}, {"shape", c.sizes().vec()}, {"data_offsets", {offset, offset + nbytes}}};
+    offset += nbytes;
+    cpu.push_back(c);
+  }
+  std::string h = header.dump();
+  h.append((8 - h.size() % 8) % 8, ' ');  // align the data section to 8 bytes
+  std::string out;
+  out.reserve(8 + h.size() + offset);
+  uint64_t n = h.size();
+  for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((n >> (8 * i)) & 0xff));
+  out += h;
+  for (const auto& c : cpu)
+    out.append(static_cast<const char*>(c.data_ptr()),
+               static_cast<size_t>(c.numel()) * dtype_by_torch(c.scalar_type()).bytes);
+  atomic_write(path, out);
+}
+
+void load_parameters(LlamaModel& model, const std::map<std::string, torch::Tensor>& tensors,
+                     const std::string& prefix, const std::string& origin) {
+  auto params = model->named_parameters(/*recurse=*/true);
+  std::set<std::string> seen;
+  torch::NoGradGuard no_grad;
+  for (const auto& [file_name, t] : tensors) {
+    if (file_name.find("rotary_emb.inv_freq") != std::string::npos) continue;
+    std::string name = file_name;
+    if (!prefix.empty() && name.rfind(prefix, 0) == 0) name = name.substr(prefix.size());
+    // HF files of tied models may still carry lm_head.weight; it equals the embedding.
+    if (name == "lm_head.weight" && model->shape().tie_embeddings) continue;
+    auto* p = params.find(name);
+    if (!p) {
+      throw UserError(origin + ": unexpected tensor \"" + file_name +
+                      "\" (not a parameter of this model shape: " + model->shape().describe() + ")");
+    }
+    if (!t.is_floating_point()) {
+      throw UserError(origin + ": tensor \"" + file_name + "\" has dtype " +
+                      c10::toString(t.scalar_type()) + "; weights must be F32, F16 or BF16");
+    }
+    if (t.sizes() != p->sizes()) {
+      std::ostringstream msg;
+      msg << origin << ": tensor \"" << file_name << "\" has shape " << t.sizes() << ", expected "
+          << p->sizes();
+      throw UserError(msg.str());
+    }
+    p->copy_(t);
+    seen.insert(name);
+  }
+  for (const auto& p : params) {
+    if (!seen.count(p.key()))
+      throw UserError(origin + ": missing tensor \"" + prefix + p.key() + "\"");
+  }
+}
+
+// ---- shapes as JSON ----------------------------------------------------------------------
+
+json shape_to_json(const ModelShape& s) {
+  return {{"vocab_size", s.vocab_size}, {"d_model", s.d_model},       {"n_layers", s.n_layers},
+          {"n_heads", s.n_heads},       {"n_kv_heads", s.n_kv_heads}, {"d_ff", s.d_ff},
+          {"max_seq_len", s.max_seq_len}, {"rope_theta", s.rope_theta}, {"norm_eps", s.norm_eps},
+          {"tie_embeddings", s.tie_embeddings}};
+}
+
+ModelShape shape_from_json(const json& j, const std::string& origin) {
+  ModelShape s;
+  try {
+    s.vocab_size = j.at("vocab_size").get<int64_t>();
+    s.d_model = j.at("d_model").get<int64_t>();
+    s.n_layers = j.at("n_layers").get<int64_t>();
+    s.n_heads = j.at("n_heads").get<int64_t>();
+    s.n_kv_heads = j.at("n_kv_heads").get<int64_t>();
+    s.d_ff = j.at("d_ff").get<int64_t>();
+    s.max_seq_len = j.at("max_seq_len").get<int64_t>();
+    s.rope_theta = j.at("rope_theta").get<double>();
+    s.norm_eps = j.at("norm_eps").get<double>();
+    s.tie_embeddings = j.at("tie_embeddings").get<bool>();
+  } catch (const json::exception& e) {
+    throw UserError(origin + ": bad model shape (" + e.what() + ")");
+  }
+  s.validate();
+  return s;
+}
+
+// ---- native checkpoints ------------------------------------------------------------------
+
+namespace {
+
+json read_json_file(const fs::path& path, const std::string& what) {
+  auto j = json::parse(read_file(path, what), nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object())
+    throw UserError(what + " " + path.string() + " is not a JSON object (corrupt file?)");
+  return j;
+}
+
+std::vector<std::pair<std::string, torch::Tensor>> parameter_list(LlamaModel& model,
+                                                                  const std::string& prefix) {
+  std::vector<std::pair<std::string, torch::Tensor>> out;
+  for (const auto& p : model->named_parameters(/*recurse=*/true)) {
+    const bool head = p.key() == "lm_head.weight";
+    out.emplace_back((head ? "" : prefix) + p.key(), p.value());
+  }
+  return out;
+}
+
+std::atomic<unsigned> g_dir_counter{0};
+
+// Writes a directory's files into a temp sibling with `fill`, then swaps it into place.
+template <class Fill>
+void write_dir_atomically(const fs::path& dir, Fill fill) {
+  const fs::path target = fs::absolute(dir).lexically_normal();
+  const std::string tag = std::to_string(::getpid()) + "." + std::to_string(g_dir_counter++);
+  const fs::path tmp = target.string() + ".tmp." + tag;
+  fs::create_directories(target.parent_path());
+  fs::remove_all(tmp);
+  fs::create_directories(tmp);
+  try {
+    fill(tmp);
+  } catch (...) {
+    std::error_code ec;
+    fs::remove_all(tmp, ec);
+    throw;
+  }
+  if (fs::exists(target)) {
+    const fs::path old = target.string() + ".old." + tag;
+    fs::rename(target, old);
+    fs::rename(tmp, target);
+    fs::remove_all(old);
+  } else {
+    fs::rename(tmp, target);
+  }
+}
+
+}  // namespace
+
+void save_checkpoint(const fs::path& dir, LlamaModel& model, const ModelShape& shape,
+                     const fs::path& tokenizer_path, const json& extra) {
+  if (!(model->shape() == shape))
+    throw std::runtime_error("save_checkpoint: shape differs from the model's own shape");
+  std::string tok_bytes;
+  if (!tokenizer_path.empty()) tok_bytes = read_file(tokenizer_path, "tokenizer model");
+  write_dir_atomically(dir, [&](const fs::path& tmp) {
+    write_safetensors(tmp / "model.safetensors", parameter_list(model, ""),
+                      {{"kernelrl", "checkpoint"}});
+    json meta = {{"format", "kernelrl-checkpoint"},
+                 {"format_version", 1},
+                 {"shape", shape_to_json(shape)},
+                 {"dtype", dtype_name(model->dtype())},
+                 {"tokenizer", tokenizer_path.empty() ? json(nullptr) : json("tokenizer.model")},
+                 {"tokenizer_origin", tokenizer_path.string()},
+                 {"extra", extra.is_null() ? json::object() : extra}};
+    if (!tokenizer_path.empty()) atomic_write(tmp / "tokenizer.model", tok_bytes);
+    atomic_write(tmp / "checkpoint.json", meta.dump(2) + "\n");
+  });
+}
+
+Checkpoint load_checkpoint(const fs::path& dir, torch::Device device, std::optional<torch::Dtype> dtype) {
+  if (!fs::is_directory(dir)) throw UserError("checkpoint directory not found: " + dir.string());
+  if (!fs::exists(dir / "checkpoint.json")) {
+    if (fs::exists(dir / "config.json")) return import_hf(dir, device, dtype);
+    throw UserError("not a checkpoint: " + dir.string() +
+                    " has no checkpoint.json (nor an HF config.json)");
+  }
+  const std::string origin = (dir / "checkpoint.json").string();
+  json meta = read_json_file(dir / "checkpoint.json", "checkpoint metadata");
+  if (meta.value("format", "") != "kernelrl-checkpoint")
+    throw UserError(origin + ": format is not \"kernelrl-checkpoint\"");
+  if (meta.value("format_version", 0) != 1)
+    throw UserError(origin + ": unsupported format_version " + meta.value("format_version", json(0)).dump() +
+                    " (this build reads 1)");
+  if (!meta.contains("shape")) throw UserError(origin + ": no \"shape\"");
+  Checkpoint c;
+  c.dir = dir;
+  c.shape = shape_from_json(meta["shape"], origin);
+  c.extra = meta.value("extra", json::object());
+  if (meta.contains("tokenizer") && meta["tokenizer"].is_string()) {
+    c.tokenizer_path = dir / meta["tokenizer"].get<std::string>();
+    if (!fs::exists(*c.tokenizer_path))
+      throw UserError(origin + ": tokenizer file " + c.tokenizer_path->string() + " is missing");
+  }
+  c.model = LlamaModel(c.shape);
+  auto tensors = read_safetensors(dir / "model.safetensors");
+  load_parameters(c.model, tensors, "", (dir / "model.safetensors").string());
+  c.model->to(device, dtype.value_or(resolve_dtype("auto", device)));
+  return c;
+}
+
+// ---- Hugging Face ------------------------------------------------------------------------
+
+ModelShape shape_from_hf_config(const json& j, const std::string& origin) {
+  auto need_int = [&](const char* key) -> int64_t {
+    if (!j.contains(key) || !j[key].is_number_integer())
+      throw UserError(origin + ": HF config needs an integer \"" + key + "\"");
+    return j[key].get<int64_t>();
+  };
+  if (j.contains("model_type") && j["model_type"] != "llama")
+    throw UserError(origin + ": model_type " + j["model_type"].dump() + " is not llama");
+  ModelShape s;
+  s.vocab_size = need_int("vocab_size");
+  s.d_model = need_int("hidden_size");
+  s.n_layers = need_int("num_hidden_layers");
+  s.n_heads = need_int("num_attention_heads");
+  s.n_kv_heads = j.contains("num_key_value_heads") && !j["num_key_value_heads"].is_null()
+                     ? need_int("num_key_value_heads")
+                     : s.n_heads;
+  s.d_ff = need_int("intermediate_size");
+  s.max_seq_len = j.contains("max_position_embeddings") ? need_int("max_position_embeddings") : 2048;
+  s.norm_eps = j.value("rms_norm_eps", 1e-6);
+  s.tie_embeddings = j.value("tie_word_embeddings", false);
+  // rope: transformers ≥ 5 writes rope_parameters {rope_theta, rope_type}; older, rope_theta
+  // and rope_scaling at the top level.
+  s.rope_theta = 10000.0;
+  std::string rope_type = "default";
+  if (j.contains("rope_parameters") && j["rope_parameters"].is_object()) {
+    s.rope_theta = j["rope_parameters"].value("rope_theta", s.rope_theta);
+    rope_type = j["rope_parameters"].value("rope_type", rope_type);
+  }
+  if (j.contains("rope_theta") && j["rope_theta"].is_number()) s.rope_theta = j["rope_theta"].get<double>();
+  if (j.contains("rope_scaling") && j["rope_scaling"].is_object())
+    rope_type = j["rope_scaling"].value("rope_type", j["rope_scaling"].value("type", std::string("?")));
+  if (rope_type != "default")
+    throw UserError(origin + ": rope type \"" + rope_type + "\" is not supported (only default)");
+  if (j.value("hidden_act", std::string("silu")) != "silu")
+    throw UserError(origin + ": hidden_act must be silu for a Llama MLP");
+  if (j.value("attention_bias", false) || j.value("mlp_bias", false))
+    throw UserError(origin + ": attention_bias/mlp_bias are not supported");
+  if (s.n_heads > 0 && j.contains("head_dim") && j["head_dim"].is_number_integer() &&
+      j["head_dim"].get<int64_t>() != s.d_model / s.n_heads)
+    throw UserError(origin + ": head_dim " + j["head_dim"].dump() +
+                    " differs from hidden_size / num_attention_heads (not supported)");
+  s.validate();
+  return s;
+}
+
+ModelShape shape_from_hf_config_file(const fs::path& path) {
+  return shape_from_hf_config(read_json_file(path, "HF config"), path.string());
+}
+
+json hf_config(const ModelShape& s, torch::Dtype dtype, int64_t bos_id, int64_t eos_id) {
+  std::string dt = dtype == torch::kBFloat16 ? "bfloat16" : dtype == torch::kFloat16 ? "float16" : "float32";
+  return {{"architectures", {"LlamaForCausalLM"}},
+          {"model_type", "llama"},
+          {"vocab_size", s.vocab_size},
+          {"hidden_size", s.d_model},
+          {"intermediate_size", s.d_ff},
+          {"num_hidden_layers", s.n_layers},
+          {"num_attention_heads", s.n_heads},
+          {"num_key_value_heads", s.n_kv_heads},
+          {"head_dim", s.head_dim()},
+          {"max_position_embeddings", s.max_seq_len},
+          {"rms_norm_eps", s.norm_eps},
+          {"rope_theta", s.rope_theta},
+          {"rope_parameters", {{"rope_theta", s.rope_theta}, {"rope_type", "default"}}},
+          {"tie_word_embeddings", s.tie_embeddings},
+          {"hidden_act", "silu"},
+          {"attention_bias", false},
+          {"mlp_bias", false},
+          {"bos_token_id", bos_id},
+          {"eos_token_id", eos_id},
+          {"torch_dtype", dt},
+          {"dtype", dt}};
+}
+
+void export_hf(const fs::path& dir, LlamaModel& model, const fs::path& tokenizer_path,
+               int64_t max_shard_bytes) {
+  auto params = parameter_list(model, "model.");
+  std::string tok_bytes;
+  if (!tokenizer_path.empty()) tok_bytes = read_file(tokenizer_path, "tokenizer model");
+  write_dir_atomically(dir, [&](const fs::path& tmp) {
+    atomic_write(tmp / "config.json", hf_config(model->shape(), model->dtype()).dump(2) + "\n");
+    if (!tokenizer_path.empty()) atomic_write(tmp / "tokenizer.model", tok_bytes);
+    if (max_shard_bytes <= 0) {
+      write_safetensors(tmp / "model.safetensors", params);
+      return;
+    }
+    std::vector<std::vector<std::pair<std::string, torch::Tensor>>> shards(1);
+    int64_t in_shard = 0, total = 0;
+    for (auto& p : params) {
+      const int64_t bytes = p.second.numel() * p.second.element_size();
+      if (in_shard > 0 && in_shard + bytes > max_shard_bytes) {
+        shards.emplace_back();
+        in_shard = 0;
+      }
+      shards.back().push_back(p);
+      in_shard += bytes;
+      total += bytes;
+    }
+    json weight_map = json::object();
+    char name[64];
+    for (size_t i = 0; i < shards.size(); ++i) {
+      std::snprintf(name, sizeof name, "model-%05zu-of-%05zu.safetensors", i + 1, shards.size());
+      write_safetensors(tmp / name, shards[i]);
+      for (const auto& p : shards[i]) weight_map[p.first] = name;
+    }
+    json index = {{"metadata", {{"total_size", total}}}, {"weight_map", weight_map}};
+    atomic_write(tmp / "model.safetensors.index.json", index.dump(2) + "\n");
+  });
+}
+
+Checkpoint import_hf(const fs::path& dir, torch::Device device, std::optional<torch::Dtype> dtype) {
+  if (!fs::is_directory(dir)) throw UserError("HF checkpoint directory not found: " + dir.string());
+  Checkpoint c;
+  c.dir = dir;
+  c.shape = shape_from_hf_config_file(dir / "config.json");
+  c.model = LlamaModel(c.shape);
+  std::map<std::string, torch::Tensor> tensors;
+  const fs::path index_path = dir / "model.safetensors.index.json";
+  if (fs::exists(dir / "model.safetensors")) {
+    tensors = read_safetensors(dir / "model.safetensors");
+  } else if (fs::exists(index_path)) {
+    json index = read_json_file(index_path, "safetensors index");
+    if (!index.contains("weight_map") || !index["weight_map"].is_object())
+      throw UserError(index_path.string() + ": no weight_map object");
+    std::set<std::string> files;
+    for (const auto& [name, file] : index["weight_map"].items()) {
+      if (!file.is_string()) throw UserError(index_path.string() + ": weight_map[" + name + "] is not a file name");
+      files.insert(file.get<std::string>());
+    }
+    for (const auto& file : files) {
+      if (file.find('/') != std::string::npos)
+        throw UserError(index_path.string() + ": shard name \"" + file + "\" must be a plain file name");
+      auto part = read_safetensors(dir / file);
+      for (auto& [name, t] : part) {
+        auto it = index["weight_map"].find(name);
+        if (it == index["weight_map"].end() || *it != file)
+          throw UserError(index_path.string() + ": tensor \"" + name + "\" in " + file +
+                          " is not listed there by the index");
+        tensors.emplace(name, std::move(t));
+      }
+    }
+  } else {
+    throw UserError("HF checkpoint " + dir.string() +
+                    " has neither model.safetensors nor model.safetensors.index.json");
+  }
+  load_parameters(c.model, tensors, "model.", dir.string());
+  c.model->to(device, dtype.value_or(resolve_dtype("auto", device)));
+  if (fs::exists(dir / "tokenizer.model")) c.tokenizer_path = dir / "tokenizer.model";
+  return c;
+}
+
+}  // namespace kernelrl

@@ -1,0 +1,433 @@
+#include "model/llama.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <torch/autograd.h>
+#include <torch/nn/functional/activation.h>
+
+#include <cmath>
+#include <cstdio>
+
+#include "common/error.h"
+#include "model/checkpoint.h"
+
+namespace kernelrl {
+namespace F = torch::nn::functional;
+
+// ---- shapes ------------------------------------------------------------------------------
+
+int64_t ModelShape::num_parameters() const {
+  const int64_t hd = head_dim();
+  const int64_t attn = d_model * hd * n_heads * 2 + d_model * hd * n_kv_heads * 2;
+  const int64_t mlp = 3 * d_model * d_ff;
+  const int64_t per_layer = attn + mlp + 2 * d_model;
+  return vocab_size * d_model * (tie_embeddings ? 1 : 2) + n_layers * per_layer + d_model;
+}
+
+void ModelShape::validate() const {
+  auto need = [](bool ok, const std::string& msg) {
+    if (!ok) throw UserError("model shape: " + msg);
+  };
+  need(vocab_size > 0, "vocab_size must be > 0 (set model.vocab_size or give a tokenizer)");
+  need(d_model > 0 && n_layers > 0 && n_heads > 0 && n_kv_heads > 0 && d_ff > 0 &&
+           max_seq_len > 0,
+       "d_model, n_layers, n_heads, n_kv_heads, d_ff and max_seq_len must all be > 0");
+  need(d_model % n_heads == 0, "d_model (" + std::to_string(d_model) +
+                                   ") must be a multiple of n_heads (" + std::to_string(n_heads) + ")");
+  need(n_heads % n_kv_heads == 0, "n_heads (" + std::to_string(n_heads) +
+                                      ") must be a multiple of n_kv_heads (" +
+                                      std::to_string(n_kv_heads) + ")");
+  need(head_dim() % 2 == 0, "head_dim = d_model / n_heads must be even for rotary embeddings");
+  need(rope_theta > 0 && norm_eps > 0, "rope_theta and norm_eps must be > 0");
+}
+
+std::string ModelShape::describe() const {
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "d %lld, %lld layers, heads %lld/%lld, ff %lld, vocab %lld, %.1fM params",
+                (long long)d_model, (long long)n_layers, (long long)n_heads, (long long)n_kv_heads,
+                (long long)d_ff, (long long)vocab_size, num_parameters() / 1e6);
+  return buf;
+}
+
+bool ModelShape::operator==(const ModelShape& o) const {
+  return vocab_size == o.vocab_size && d_model == o.d_model && n_layers == o.n_layers &&
+         n_heads == o.n_heads && n_kv_heads == o.n_kv_heads && d_ff == o.d_ff &&
+         max_seq_len == o.max_seq_len && rope_theta == o.rope_theta && norm_eps == o.norm_eps &&
+         tie_embeddings == o.tie_embeddings;
+}
+
+ModelShape preset_shape(const std::string& preset, int64_t vocab_size) {
+  ModelShape s;
+  s.vocab_size = vocab_size;
+  if (preset == "tiny") {  // tests and CPU: GQA 4/2 so grouped attention is always exercised
+    s.d_model = 64, s.n_layers = 2, s.n_heads = 4, s.n_kv_heads = 2, s.d_ff = 176,
+    s.max_seq_len = 512;
+  } else if (preset == "small") {  // ~27M + embeddings
+    s.d_model = 512, s.n_layers = 8, s.n_heads = 8, s.n_kv_heads = 4, s.d_ff = 1536,
+    s.max_seq_len = 2048;
+  } else if (preset == "base") {  // ~90M + embeddings (~114M with a 32k vocabulary)
+    s.d_model = 768, s.n_layers = 12, s.n_heads = 12, s.n_kv_heads = 4, s.d_ff = 2560,
+    s.max_seq_len = 2048;
+  } else {
+    throw UserError("model.preset: expected one of tiny, small, base, hf, got \"" + preset + "\"");
+  }
+  return s;
+}
+
+ModelShape resolve_shape(const ModelConfig& c, int64_t vocab_size) {
+  ModelShape s;
+  if (c.preset == "hf") {
+    if (c.hf_config.empty())
+      throw UserError("model.hf_config: required when model.preset is hf (path to config.json)");
+    s = shape_from_hf_config_file(c.hf_config);
+    if (c.max_seq_len > 0) s.max_seq_len = c.max_seq_len;
+    s.validate();
+    return s;
+  }
+  s = preset_shape(c.preset, c.vocab_size > 0 ? c.vocab_size : vocab_size);
+  if (c.d_model > 0) s.d_model = c.d_model;
+  if (c.n_layers > 0) s.n_layers = c.n_layers;
+  if (c.n_heads > 0) s.n_heads = c.n_heads;
+  if (c.n_kv_heads > 0) s.n_kv_heads = c.n_kv_heads;
+  if (c.n_heads > 0 && c.n_kv_heads == 0 && s.n_heads % s.n_kv_heads != 0) s.n_kv_heads = s.n_heads;
+  if (c.d_ff > 0) s.d_ff = c.d_ff;
+  if (c.max_seq_len > 0) s.max_seq_len = c.max_seq_len;
+  s.rope_theta = c.rope_theta;
+  s.norm_eps = c.norm_eps;
+  s.tie_embeddings = c.tie_embeddings;
+  s.validate();
+  return s;
+}
+
+torch::Dtype resolve_dtype(const std::string& dtype, const torch::Device& device) {
+  if (dtype == "fp32") return torch::kFloat32;
+  if (dtype == "bf16") return torch::kBFloat16;
+  if (dtype == "auto") return device.is_cuda() ? torch::kBFloat16 : torch::kFloat32;
+  throw UserError("model.dtype: expected one of auto, fp32, bf16, got \"" + dtype + "\"");
+}
+
+// ---- KV cache ----------------------------------------------------------------------------
+
+void KVCache::select_rows(const torch::Tensor& rows) {
+  for (auto& t : k) t = t.index_select(0, rows);
+  for (auto& t : v) t = t.index_select(0, rows);
+  key_valid = key_valid.index_select(0, rows);
+}
+
+// ---- layers ------------------------------------------------------------------------------
+
+// HF rotate_half: (x1, x2) -> (-x2, x1) over the two halves of the head dimension.
+torch::Tensor rotate_half(const torch::Tensor& x) {
+  const int64_t half = x.size(-1) / 2;
+  return torch::cat({-x.narrow(-1, half, half), x.narrow(-1, 0, half)}, -1);
+}
+
+// x * cos + rotate_half(x) * sin; cos/sin broadcast over heads.
+torch::Tensor apply_rope(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin) {
+  return x * cos + rotate_half(x) * sin;
+}
+
+
+namespace {
+
+// [B, Hkv, T, d] -> [B, Hkv * G, T, d]: query head h reads kv head h / G (HF repeat_kv).
+torch::Tensor repeat_kv(const torch::Tensor& x, int64_t groups) {
+  if (groups == 1) return x;
+  const auto B = x.size(0), H = x.size(1), T = x.size(2), D = x.size(3);
+  return x.unsqueeze(2).expand({B, H, groups, T, D}).reshape({B, H * groups, T, D});
+}
+
+torch::nn::Linear linear(int64_t in, int64_t out) {
+  return torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(false));
+}
+
+}  // namespace
+
+RMSNormImpl::RMSNormImpl(int64_t dim, double eps_) : eps(eps_) {
+  weight = register_parameter("weight", torch::ones({dim}));
+}
+
+torch::Tensor RMSNormImpl::forward(const torch::Tensor& x) {
+  // y = w ⊙ x / sqrt(mean(x²) + ε), normalized in fp32 and cast back before the weight (HF).
+  auto xf = x.to(torch::kFloat32);
+  xf = xf * torch::rsqrt(xf.pow(2).mean(-1, /*keepdim=*/true) + eps);
+  return weight * xf.to(x.scalar_type());
+}
+
+AttentionImpl::AttentionImpl(const ModelShape& s)
+    : n_heads(s.n_heads), n_kv_heads(s.n_kv_heads), head_dim(s.head_dim()) {
+  q_proj = register_module("q_proj", linear(s.d_model, n_heads * head_dim));
+  k_proj = register_module("k_proj", linear(s.d_model, n_kv_heads * head_dim));
+  v_proj = register_module("v_proj", linear(s.d_model, n_kv_heads * head_dim));
+  o_proj = register_module("o_proj", linear(n_heads * head_dim, s.d_model));
+}
+
+torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const AttentionInputs& in,
+                                     KVCache* cache, int64_t layer) {
+  const int64_t B = x.size(0), T = x.size(1);
+  auto q = q_proj(x).view({B, T, n_heads, head_dim}).transpose(1, 2);
+  auto k = k_proj(x).view({B, T, n_kv_heads, head_dim}).transpose(1, 2);
+  auto v = v_proj(x).view({B, T, n_kv_heads, head_dim}).transpose(1, 2);
+  const auto cos = in.cos.unsqueeze(1), sin = in.sin.unsqueeze(1);
+  q = apply_rope(q, cos, sin);
+  k = apply_rope(k, cos, sin);
+  if (cache) {
+    cache->k[layer].narrow(2, 0, T).copy_(k);
+    cache->v[layer].narrow(2, 0, T).copy_(v);
+  }
+  const int64_t groups = n_heads / n_kv_heads;
+  // softmax(QKᵀ/√d + mask)V; with no mask, is_causal selects the flash kernel on Hopper.
+  auto out = at::scaled_dot_product_attention(
+      q, repeat_kv(k, groups), repeat_kv(v, groups),
+      in.mask.defined() ? std::optional<torch::Tensor>(in.mask) : std::nullopt,
+      /*dropout_p=*/0.0, /*is_causal=*/!in.mask.defined());
+  return o_proj(out.transpose(1, 2).reshape({B, T, n_heads * head_dim}));
+}
+
+torch::Tensor AttentionImpl::decode(const torch::Tensor& x, const torch::Tensor& cos,
+                                    const torch::Tensor& sin, KVCache& cache, int64_t layer,
+                                    const torch::Tensor& step_mask) {
+  const int64_t B = x.size(0);
+  const int64_t L = cache.length;
+  const int64_t groups = n_heads / n_kv_heads;
+  auto q = q_proj(x).view({B, 1, n_heads, head_dim}).transpose(1, 2);
+  auto k = k_proj(x).view({B, 1, n_kv_heads, head_dim}).transpose(1, 2);
+  auto v = v_proj(x).view({B, 1, n_kv_heads, head_dim}).transpose(1, 2);
+  const auto c = cos.unsqueeze(1), s = sin.unsqueeze(1);
+  q = apply_rope(q, c, s);
+  k = apply_rope(k, c, s);
+  cache.k[layer].narrow(2, L, 1).copy_(k);
+  cache.v[layer].narrow(2, L, 1).copy_(v);
+  // One query per row: the G query heads that share a kv head become G "query positions" of
+  // that kv head (same keys, same mask), so GQA needs no copy of the cache.
+  auto qg = q.reshape({B, n_kv_heads, groups, head_dim});
+  auto out = at::scaled_dot_product_attention(qg, cache.k[layer].narrow(2, 0, L + 1),
+                                              cache.v[layer].narrow(2, 0, L + 1), step_mask);
+  return o_proj(out.reshape({B, 1, n_heads * head_dim}));
+}
+
+MLPImpl::MLPImpl(const ModelShape& s) {
+  gate_proj = register_module("gate_proj", linear(s.d_model, s.d_ff));
+  up_proj = register_module("up_proj", linear(s.d_model, s.d_ff));
+  down_proj = register_module("down_proj", linear(s.d_ff, s.d_model));
+}
+
+torch::Tensor MLPImpl::forward(const torch::Tensor& x) {
+  return down_proj(F::silu(gate_proj(x)) * up_proj(x));  // SwiGLU
+}
+
+DecoderLayerImpl::DecoderLayerImpl(const ModelShape& s) {
+  self_attn = register_module("self_attn", Attention(s));
+  mlp = register_module("mlp", MLP(s));
+  input_layernorm = register_module("input_layernorm", RMSNorm(s.d_model, s.norm_eps));
+  post_attention_layernorm =
+      register_module("post_attention_layernorm", RMSNorm(s.d_model, s.norm_eps));
+}
+
+torch::Tensor DecoderLayerImpl::forward(const torch::Tensor& x, const AttentionInputs& in,
+                                        KVCache* cache, int64_t layer) {
+  auto h = x + self_attn->forward(input_layernorm(x), in, cache, layer);
+  return h + mlp(post_attention_layernorm(h));
+}
+
+// ---- activation checkpointing --------------------------------------------------------------
+
+namespace {
+
+// Runs a decoder layer without keeping its activations; backward re-runs it with grad enabled
+// and backpropagates through the recomputation (parameters get their gradients there).
+struct CheckpointedLayer : public torch::autograd::Function<CheckpointedLayer> {
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, torch::Tensor x,
+                               torch::Tensor cos, torch::Tensor sin, torch::Tensor mask,
+                               int64_t layer_address) {
+    ctx->save_for_backward({x, cos, sin, mask});
+    ctx->saved_data["layer"] = layer_address;
+    auto* layer = reinterpret_cast<DecoderLayerImpl*>(layer_address);
+    return layer->forward(x, AttentionInputs{cos, sin, mask});
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grad_out) {
+    auto saved = ctx->get_saved_variables();
+    auto* layer = reinterpret_cast<DecoderLayerImpl*>(ctx->saved_data["layer"].toInt());
+    auto x = saved[0].detach().requires_grad_(true);
+    torch::Tensor y;
+    {
+      torch::AutoGradMode enable(true);
+      y = layer->forward(x, AttentionInputs{saved[1], saved[2], saved[3]});
+    }
+    torch::autograd::backward({y}, {grad_out[0]});
+    return {x.grad(), torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
+  }
+};
+
+}  // namespace
+
+// ---- the model ---------------------------------------------------------------------------
+
+LlamaModelImpl::LlamaModelImpl(const ModelShape& shape) : shape_(shape) {
+  shape_.validate();
+  embed_tokens = register_module("embed_tokens", torch::nn::Embedding(shape.vocab_size, shape.d_model));
+  layers = register_module("layers", torch::nn::ModuleList());
+  for (int64_t i = 0; i < shape.n_layers; ++i) layers->push_back(DecoderLayer(shape));
+  norm = register_module("norm", RMSNorm(shape.d_model, shape.norm_eps));
+  if (!shape.tie_embeddings) lm_head = register_module("lm_head", linear(shape.d_model, shape.vocab_size));
+  // inv_freq[i] = 1 / θ^(2i/d), i < d/2, as HF computes it (fp32 arange / d, then pow).
+  const int64_t hd = shape.head_dim();
+  inv_freq_ = 1.0 / torch::pow(shape.rope_theta,
+                               torch::arange(0, hd, 2, torch::kInt64).to(torch::kFloat32) / hd);
+}
+
+torch::Device LlamaModelImpl::device() const { return embed_tokens->weight.device(); }
+torch::Dtype LlamaModelImpl::dtype() const { return embed_tokens->weight.scalar_type(); }
+
+std::pair<torch::Tensor, torch::Tensor> LlamaModelImpl::rotary(const torch::Tensor& positions) const {
+  auto inv = inv_freq_.to(positions.device());
+  // angle[b, t, i] = pos[b, t] · inv_freq[i]; emb = cat(angle, angle) so rotate_half pairs
+  // dimension i with i + d/2 (HF's convention, not the interleaved one of the original paper).
+  auto angle = positions.to(torch::kFloat32).unsqueeze(-1) * inv;
+  auto emb = torch::cat({angle, angle}, -1);
+  return {emb.cos().to(dtype()), emb.sin().to(dtype())};
+}
+
+torch::Tensor LlamaModelImpl::run_layers(torch::Tensor x, const AttentionInputs& in, KVCache* cache) {
+  const bool ckpt = checkpointing_ && is_training() && torch::GradMode::is_enabled() && !cache;
+  for (int64_t i = 0; i < shape_.n_layers; ++i) {
+    auto* layer = layers->ptr<DecoderLayerImpl>(i).get();
+    if (ckpt) {
+      x = CheckpointedLayer::apply(x, in.cos, in.sin, in.mask,
+                                   static_cast<int64_t>(reinterpret_cast<intptr_t>(layer)));
+    } else {
+      x = layer->forward(x, in, cache, i);
+    }
+  }
+  return norm(x);
+}
+
+namespace {
+
+// Positions and attention mask of a (possibly padded) batch. Without a mask: arange and
+// plain causal. With one: position = real tokens before it; query i attends key j iff j ≤ i and
+// j is real, and always itself so that padding queries never see an all-masked row (NaN).
+std::pair<torch::Tensor, torch::Tensor> positions_and_mask(const torch::Tensor& tokens,
+                                                           const torch::Tensor& attention_mask) {
+  const int64_t B = tokens.size(0), T = tokens.size(1);
+  if (!attention_mask.defined()) {
+    auto pos = torch::arange(T, tokens.options().dtype(torch::kInt64)).unsqueeze(0).expand({B, T});
+    return {pos, torch::Tensor()};
+  }
+  TORCH_CHECK(attention_mask.sizes() == tokens.sizes(), "attention_mask must be [B, T] like tokens");
+  auto valid = attention_mask.to(torch::kBool);
+  auto pos = (valid.to(torch::kInt64).cumsum(1) - 1).clamp_min(0);
+  auto opts = tokens.options().dtype(torch::kBool);
+  auto causal = torch::ones({T, T}, opts).tril();
+  auto eye = torch::eye(T, opts);
+  auto mask = causal.unsqueeze(0) & (valid.unsqueeze(1) | eye.unsqueeze(0));
+  return {pos, mask.unsqueeze(1)};
+}
+
+}  // namespace
+
+torch::Tensor LlamaModelImpl::hidden(const torch::Tensor& tokens, const torch::Tensor& attention_mask) {
+  TORCH_CHECK(tokens.dim() == 2 && tokens.scalar_type() == torch::kInt64,
+              "tokens must be [B, T] int64, got ", tokens.sizes(), " ", tokens.scalar_type());
+  TORCH_CHECK(tokens.size(1) <= shape_.max_seq_len, "sequence of ", tokens.size(1),
+              " tokens exceeds max_seq_len ", shape_.max_seq_len);
+  auto [pos, mask] = positions_and_mask(tokens, attention_mask);
+  auto [cos, sin] = rotary(pos);
+  return run_layers(embed_tokens(tokens), AttentionInputs{cos, sin, mask}, nullptr);
+}
+
+torch::Tensor LlamaModelImpl::logits(const torch::Tensor& h) {
+  return lm_head ? lm_head(h) : torch::nn::functional::linear(h, embed_tokens->weight);
+}
+
+torch::Tensor LlamaModelImpl::forward(const torch::Tensor& tokens, const torch::Tensor& attention_mask) {
+  return logits(hidden(tokens, attention_mask));
+}
+
+KVCache LlamaModelImpl::new_cache(int64_t batch, int64_t capacity) {
+  // Capacity rounded up to 16 slots: keeps mask rows aligned for the mem-efficient SDPA kernel.
+  capacity = (capacity + 15) / 16 * 16;
+  KVCache c;
+  auto opts = torch::TensorOptions().device(device()).dtype(dtype());
+  for (int64_t i = 0; i < shape_.n_layers; ++i) {
+    c.k.push_back(torch::zeros({batch, shape_.n_kv_heads, capacity, shape_.head_dim()}, opts));
+    c.v.push_back(torch::zeros({batch, shape_.n_kv_heads, capacity, shape_.head_dim()}, opts));
+  }
+  c.key_valid = torch::zeros({batch, capacity}, opts.dtype(torch::kBool));
+  return c;
+}
+
+torch::Tensor LlamaModelImpl::prefill(const torch::Tensor& tokens, const torch::Tensor& attention_mask,
+                                      KVCache& cache) {
+  const int64_t B = tokens.size(0), P = tokens.size(1);
+  TORCH_CHECK(cache.batch() == B && P <= cache.capacity(), "cache of ", cache.batch(), "x",
+              cache.capacity(), " cannot take a prefill of ", B, "x", P);
+  auto [pos, mask] = positions_and_mask(tokens, attention_mask);
+  auto [cos, sin] = rotary(pos);
+  auto h = run_layers(embed_tokens(tokens), AttentionInputs{cos, sin, mask}, &cache);
+  cache.key_valid.narrow(1, 0, P)
+      .copy_(attention_mask.defined() ? attention_mask.to(torch::kBool)
+                                      : torch::ones({B, P}, cache.key_valid.options()));
+  cache.length = P;
+  return logits(h.select(1, P - 1));
+}
+
+torch::Tensor LlamaModelImpl::decode_step(const torch::Tensor& tokens, const torch::Tensor& positions,
+                                          KVCache& cache) {
+  const int64_t B = tokens.size(0);
+  const int64_t L = cache.length;
+  TORCH_CHECK(L < cache.capacity(), "KV cache full (", cache.capacity(), " slots)");
+  auto x = embed_tokens(tokens.view({B, 1}));
+  auto [cos, sin] = rotary(positions.view({B, 1}));
+  cache.key_valid.select(1, L).fill_(true);
+  auto step_mask = cache.key_valid.narrow(1, 0, L + 1).unsqueeze(1).unsqueeze(1);
+  for (int64_t i = 0; i < shape_.n_layers; ++i) {
+    auto* layer = layers->ptr<DecoderLayerImpl>(i).get();
+    x = x + layer->self_attn->decode(layer->input_layernorm(x), cos, sin, cache, i, step_mask);
+    x = x + layer->mlp(layer->post_attention_layernorm(x));
+  }
+  cache.length = L + 1;
+  return logits(norm(x)).squeeze(1);
+}
+
+LlamaModel make_model(const ModelShape& shape, torch::Device device, torch::Dtype dtype, uint64_t seed) {
+  LlamaModel model(shape);
+  auto gen = at::detail::createCPUGenerator(seed);
+  torch::NoGradGuard no_grad;
+  for (auto& p : model->named_parameters()) {
+    const std::string& name = p.key();
+    if (name.find("norm") != std::string::npos) {
+      p.value().fill_(1.0);
+    } else {
+      p.value().normal_(0.0, 0.02, gen);
+    }
+  }
+  model->to(device, dtype);
+  return model;
+}
+
+torch::Tensor token_logprobs(LlamaModel& model, const torch::Tensor& tokens,
+                             const torch::Tensor& attention_mask, torch::Tensor* entropy) {
+  TORCH_CHECK(tokens.dim() == 2 && tokens.size(1) >= 2, "token_logprobs needs tokens [B, T>=2]");
+  const int64_t T = tokens.size(1);
+  auto h = model->hidden(tokens, attention_mask);
+  auto logp = model->logits(h.narrow(1, 0, T - 1)).to(torch::kFloat32).log_softmax(-1);
+  auto out = logp.gather(-1, tokens.narrow(1, 1, T - 1).unsqueeze(-1)).squeeze(-1);
+  if (entropy) *entropy = -(logp.exp() * logp).sum(-1);  // H = -Σ p log p
+  return out;
+}
+
+torch::Tensor reference_attention(const torch::Tensor& q, const torch::Tensor& k,
+                                  const torch::Tensor& v, const torch::Tensor& mask) {
+  const double d = static_cast<double>(q.size(-1));
+  auto scores = torch::matmul(q.to(torch::kFloat64), k.to(torch::kFloat64).transpose(-2, -1)) /
+                std::sqrt(d);
+  auto m = mask;
+  if (!m.defined()) {
+    m = torch::ones({q.size(-2), k.size(-2)}, q.options().dtype(torch::kBool)).tril();
+  }
+  scores = scores.masked_fill(m.logical_not(), -std::numeric_limits<double>::infinity());
+  return torch::matmul(torch::softmax(scores, -1), v.to(torch::kFloat64)).to(q.scalar_type());
+}
+
+}  // namespace kernelrl

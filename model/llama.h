@@ -1,0 +1,190 @@
+// The policy: a Llama-architecture decoder in the LibTorch C++ frontend (RMSNorm, rotary
+// embeddings in HF's rotate_half convention, SwiGLU MLP, grouped-query attention through
+// scaled_dot_product_attention, optional tied embeddings, optional per-layer activation
+// checkpointing), a static KV cache for generation, and token_logprobs() for the trainer.
+// Sampling lives in model/generate.h; files (native, HF) in model/checkpoint.h.
+//
+// Precision: parameters and activations are in the model dtype: bf16 on CUDA (pure bf16, no
+// autocast: the same weights serve sampling and training, and bf16 keeps Hopper's flash SDPA and
+// tensor cores busy without per-step casts), fp32 on CPU. RMSNorm and RoPE compute in fp32 and
+// cast back (as HF does); logits come out in the model dtype and token_logprobs() takes the
+// log-softmax in fp32.
+//
+// Parameter names equal HF LlamaForCausalLM's without the "model." prefix
+// (embed_tokens.weight, layers.N.self_attn.q_proj.weight, ..., norm.weight, lm_head.weight).
+#pragma once
+
+#include <torch/nn/module.h>
+#include <torch/nn/modules/container/modulelist.h>
+#include <torch/nn/modules/embedding.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/nn/pimpl.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/model_config.h"
+
+namespace kernelrl {
+
+// The resolved architecture: every size concrete (presets and overrides applied).
+struct ModelShape {
+  int64_t vocab_size = 0;
+  int64_t d_model = 0;
+  int64_t n_layers = 0;
+  int64_t n_heads = 0;
+  int64_t n_kv_heads = 0;
+  int64_t d_ff = 0;
+  int64_t max_seq_len = 0;
+  double rope_theta = 10000.0;
+  double norm_eps = 1e-5;
+  bool tie_embeddings = true;
+
+  int64_t head_dim() const { return d_model / n_heads; }
+  int64_t num_parameters() const;
+  void validate() const;  // throws UserError naming the inconsistent field
+  std::string describe() const;  // "d 768, 12 layers, heads 12/4, ff 2560, vocab 32000, 114.1M"
+  bool operator==(const ModelShape& o) const;
+};
+
+// Preset (tiny | small | base | hf) + explicit overrides + vocab size. `vocab_size` is used when
+// config.vocab_size is 0 (the tokenizer's size); hf reads config.hf_config (model/checkpoint.h).
+ModelShape resolve_shape(const ModelConfig& config, int64_t vocab_size);
+// A named preset's shape (tiny | small | base) for a vocabulary.
+ModelShape preset_shape(const std::string& preset, int64_t vocab_size);
+// ModelConfig.dtype on `device`: auto -> bf16 on CUDA, fp32 on CPU.
+torch::Dtype resolve_dtype(const std::string& dtype, const torch::Device& device);
+
+// The static KV cache of one generation batch: per layer K and V of [B, n_kv_heads, capacity,
+// head_dim]. All rows share the write index `length` (prompts are left-padded); key_valid[b, t]
+// says whether slot t of row b holds a real token (false for left padding).
+struct KVCache {
+  std::vector<torch::Tensor> k, v;
+  torch::Tensor key_valid;  // [B, capacity] bool
+  int64_t length = 0;       // slots written so far
+  int64_t capacity() const { return key_valid.defined() ? key_valid.size(1) : 0; }
+  int64_t batch() const { return key_valid.defined() ? key_valid.size(0) : 0; }
+  // Keeps only the rows in `rows` (int64 indices on the cache's device).
+  void select_rows(const torch::Tensor& rows);
+};
+
+// Precomputed rotary tables and attention mask for one forward call.
+struct AttentionInputs {
+  torch::Tensor cos, sin;  // [B, T, head_dim], model dtype
+  torch::Tensor mask;      // [B, 1, T, T_keys] bool (true = attend), or undefined: plain causal
+};
+
+class RMSNormImpl : public torch::nn::Module {
+ public:
+  RMSNormImpl(int64_t dim, double eps);
+  torch::Tensor forward(const torch::Tensor& x);  // w * x / sqrt(mean(x^2) + eps), in fp32
+  torch::Tensor weight;
+  double eps;
+};
+TORCH_MODULE(RMSNorm);
+
+class AttentionImpl : public torch::nn::Module {
+ public:
+  explicit AttentionImpl(const ModelShape& s);
+  // Full sequence (training, scoring, prefill). When `cache` is given, K/V of the T positions
+  // are written to cache slots [0, T) of layer `layer`.
+  torch::Tensor forward(const torch::Tensor& x, const AttentionInputs& in, KVCache* cache = nullptr,
+                        int64_t layer = 0);
+  // One new token per row at cache slot cache.length (x: [B, 1, D]); attends to the valid slots.
+  torch::Tensor decode(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
+                       KVCache& cache, int64_t layer, const torch::Tensor& step_mask);
+  torch::nn::Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
+  int64_t n_heads, n_kv_heads, head_dim;
+};
+TORCH_MODULE(Attention);
+
+class MLPImpl : public torch::nn::Module {
+ public:
+  explicit MLPImpl(const ModelShape& s);
+  torch::Tensor forward(const torch::Tensor& x);  // down(silu(gate(x)) * up(x))
+  torch::nn::Linear gate_proj{nullptr}, up_proj{nullptr}, down_proj{nullptr};
+};
+TORCH_MODULE(MLP);
+
+class DecoderLayerImpl : public torch::nn::Module {
+ public:
+  explicit DecoderLayerImpl(const ModelShape& s);
+  torch::Tensor forward(const torch::Tensor& x, const AttentionInputs& in, KVCache* cache = nullptr,
+                        int64_t layer = 0);
+  Attention self_attn{nullptr};
+  MLP mlp{nullptr};
+  RMSNorm input_layernorm{nullptr}, post_attention_layernorm{nullptr};
+};
+TORCH_MODULE(DecoderLayer);
+
+class LlamaModelImpl : public torch::nn::Module {
+ public:
+  explicit LlamaModelImpl(const ModelShape& shape);
+
+  // tokens [B, T] int64 -> logits [B, T, V] in the model dtype. attention_mask [B, T] (bool or
+  // 0/1) marks real tokens; padding may sit anywhere but positions count real tokens only
+  // (position = number of real tokens before it), so a left-padded row scores like the unpadded
+  // one. Without a mask every token is real and attention is plain causal (flash SDPA).
+  torch::Tensor forward(const torch::Tensor& tokens, const torch::Tensor& attention_mask = {});
+  // The final-norm hidden states [B, T, D] (forward() without the output head).
+  torch::Tensor hidden(const torch::Tensor& tokens, const torch::Tensor& attention_mask = {});
+  // Output head: [.., D] -> [.., V] (the embedding matrix when tied).
+  torch::Tensor logits(const torch::Tensor& hidden_states);
+
+  // An empty cache for `batch` rows and `capacity` slots on the model's device and dtype.
+  KVCache new_cache(int64_t batch, int64_t capacity);
+  // Prefill: runs tokens [B, P] (mask as in forward) into cache slots [0, P); returns the
+  // logits of the last slot [B, V] and sets cache.length = P.
+  torch::Tensor prefill(const torch::Tensor& tokens, const torch::Tensor& attention_mask,
+                        KVCache& cache);
+  // Decode: one token per row (tokens [B], positions [B] = each row's real-token count before
+  // it) into slot cache.length; returns logits [B, V] and advances cache.length.
+  torch::Tensor decode_step(const torch::Tensor& tokens, const torch::Tensor& positions,
+                            KVCache& cache);
+
+  // Rotary tables for integer positions [B, T]: cos/sin [B, T, head_dim] (fp32 math, HF order).
+  std::pair<torch::Tensor, torch::Tensor> rotary(const torch::Tensor& positions) const;
+
+  const ModelShape& shape() const { return shape_; }
+  torch::Device device() const;
+  torch::Dtype dtype() const;
+  void set_activation_checkpointing(bool on) { checkpointing_ = on; }
+  bool activation_checkpointing() const { return checkpointing_; }
+
+  torch::nn::Embedding embed_tokens{nullptr};
+  torch::nn::ModuleList layers{nullptr};
+  RMSNorm norm{nullptr};
+  torch::nn::Linear lm_head{nullptr};  // null when tied
+
+ private:
+  torch::Tensor run_layers(torch::Tensor x, const AttentionInputs& in, KVCache* cache);
+  ModelShape shape_;
+  torch::Tensor inv_freq_;  // [head_dim/2] fp32 buffer: 1 / theta^(2i/head_dim)
+  bool checkpointing_ = false;
+};
+TORCH_MODULE(LlamaModel);
+
+// A randomly initialized model (HF's init: normal(0, 0.02) weights, unit norms) on `device`
+// in `dtype`, seeded by `seed` (the global torch RNG is left as it was).
+LlamaModel make_model(const ModelShape& shape, torch::Device device = torch::kCPU,
+                      torch::Dtype dtype = torch::kFloat32, uint64_t seed = 0);
+
+// Log-probabilities of tokens[:, 1:] under a full forward: [B, T-1] fp32, differentiable.
+// logprob[b, t] = log softmax(logits[b, t])[tokens[b, t+1]]. `attention_mask` as in forward().
+// If `entropy` is given it receives the per-position entropy -Σ p log p, [B, T-1] fp32.
+torch::Tensor token_logprobs(LlamaModel& model, const torch::Tensor& tokens,
+                             const torch::Tensor& attention_mask = {},
+                             torch::Tensor* entropy = nullptr);
+
+// HF rotate_half: (x1, x2) -> (-x2, x1) over the two halves of the last dimension.
+torch::Tensor rotate_half(const torch::Tensor& x);
+// Rotary embedding: x * cos + rotate_half(x) * sin (cos/sin from LlamaModelImpl::rotary).
+torch::Tensor apply_rope(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin);
+
+// Reference attention for tests: softmax(QKᵀ/√d + mask)V with explicit ops in fp64.
+// q [B, H, Tq, d], k/v [B, H, Tk, d], mask [B or 1, 1, Tq, Tk] bool or undefined (causal).
+torch::Tensor reference_attention(const torch::Tensor& q, const torch::Tensor& k,
+                                  const torch::Tensor& v, const torch::Tensor& mask);
+
+}  // namespace kernelrl
