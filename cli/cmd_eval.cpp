@@ -1,21 +1,128 @@
-// `kernelrl eval KERNEL.cu --shape MxNxK`: verdict, times and speedups of one kernel.
+// `kernelrl eval KERNEL.cu --shape MxNxK`: verdict, times and speedups of one kernel, checked
+// and timed by the evaluator (reward/evaluator.h) against the baselines. Exit 0 when the kernel
+// passed, 1 when it was evaluated and failed, 2 on bad input.
+#include <cstdio>
+#include <filesystem>
+#include <sstream>
+
 #include "cli/commands.h"
+#include "common/error.h"
+#include "common/fs.h"
+#include "reward/compile.h"
+#include "reward/evaluator.h"
+#include "reward/task_json.h"
 
 namespace kernelrl::cli {
+
+namespace {
+
+std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream in(s);
+  for (std::string item; std::getline(in, item, ',');)
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+std::string us(double x) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.2f", x);
+  return b;
+}
+
+void print_result(const EvalResult& r, const std::string& kernel, const std::string& backend,
+                  const std::string& device) {
+  std::printf("kernel   %s\ntask     %s   (backend %s, %s)\n", kernel.c_str(), r.task.c_str(),
+              backend.c_str(), device.c_str());
+  std::printf("verdict  %s%s%s\n         %s\n", status_name(r.status),
+              r.check.empty() ? "" : " [", r.check.empty() ? "" : (r.check + "]").c_str(),
+              r.reason.c_str());
+  if (!r.compile_log.empty() && r.status == EvalStatus::compile_error)
+    std::printf("compiler log:\n%s\n", r.compile_log.c_str());
+  if (r.cand.valid()) {
+    std::printf("\n%-18s %11s %11s %11s %11s %7s %9s\n", "contender", "median_us", "mean_us",
+                "p10_us", "p90_us", "cv", "speedup");
+    auto row = [&](const std::string& name, const TimingStats& t, double speedup) {
+      std::printf("%-18s %11s %11s %11s %11s %7.4f %9s\n", name.c_str(), us(t.median_us).c_str(),
+                  us(t.mean_us).c_str(), us(t.p10_us).c_str(), us(t.p90_us).c_str(), t.cv,
+                  speedup > 0 ? (us(speedup) + "x").c_str() : "-");
+    };
+    row("candidate", r.cand, 0);
+    for (const auto& [name, t] : r.baselines)
+      if (t.valid()) row(name, t, t.median_us / r.cand.median_us);
+    std::printf("\nmax|C-C_ref| %.6g (bound %.6g)\n", r.max_abs_dev, r.dev_bound);
+  }
+  std::printf("reward   %.6g   %s\n", r.reward, r.reward_reason.c_str());
+}
+
+}  // namespace
 
 void register_eval(CLI::App& app) {
   struct Opts {
     std::string kernel, shape, layout = "nn", mode = "offline", baselines = "all", json;
+    std::string backend = "auto", store, cache_dir, l2 = "cold", acc = "f32", reference;
+    bool refresh = false, ncu = false, sanitizer = false;
   };
   auto o = std::make_shared<Opts>();
-  auto* sub = app.add_subcommand("eval", "Evaluate one candidate kernel against the baselines");
-  sub->add_option("kernel", o->kernel, "candidate .cu file")->required();
+  auto* sub = app.add_subcommand(
+      "eval", "Evaluate one candidate kernel against the baselines (exit 0 passed, 1 failed)");
+  sub->add_option("kernel", o->kernel, "candidate .cu file (.cpp for the host backend)")->required();
   sub->add_option("--shape", o->shape, "MxNxK")->required();
   sub->add_option("--layout", o->layout, "nn | tn")->check(CLI::IsMember({"nn", "tn"}));
+  sub->add_option("--acc", o->acc, "f32 | f16 accumulation the task requires")
+      ->check(CLI::IsMember({"f32", "f16"}));
   sub->add_option("--mode", o->mode, "offline | server")->check(CLI::IsMember({"offline", "server"}));
+  sub->add_option("--l2", o->l2, "cold | hot")->check(CLI::IsMember({"cold", "hot"}));
   sub->add_option("--baselines", o->baselines, "all | lt-auto | ... (comma-separated)");
+  sub->add_option("--reference", o->reference, "baseline for the speedup in the reward (default lt-auto-max)");
+  sub->add_option("--backend", o->backend, "auto | gpu | host")->check(CLI::IsMember({"auto", "gpu", "host"}));
+  sub->add_option("--store", o->store, "results store (default <cache>/results.sqlite)");
+  sub->add_option("--cache-dir", o->cache_dir, "compile cache (default ~/.cache/kernelrl)");
+  sub->add_flag("--refresh-baselines", o->refresh, "re-measure baselines even if stored");
+  sub->add_flag("--ncu", o->ncu, "collect ncu metrics (--clock-control none) if it passes");
+  sub->add_flag("--sanitizer", o->sanitizer, "run compute-sanitizer memcheck if it passes");
   sub->add_option("--json", o->json, "also write the result as JSON");
-  sub->callback([] { not_built("eval", "the kernel evaluator is not in this build"); });
+  sub->callback([o] {
+    RewardConfig cfg;
+    cfg.backend = o->backend;
+    cfg.mode = o->mode;
+    cfg.l2 = o->l2;
+    cfg.cache_dir = o->cache_dir;
+    cfg.refresh_baselines = o->refresh;
+    cfg.ncu = o->ncu;
+    cfg.sanitizer = o->sanitizer;
+    cfg.baselines.clear();
+    auto allowed = report_baseline_names();
+    for (const auto& b : split_list(o->baselines)) {
+      if (b != "all" && std::find(allowed.begin(), allowed.end(), b) == allowed.end())
+        throw UserError("--baselines: unknown baseline \"" + b +
+                        "\"; allowed: all, torch, cublas-nn, cublas-tn, cublas-max, lt-heuristic, "
+                        "lt-heuristic-max, lt-auto, lt-auto-max");
+      cfg.baselines.push_back(b);
+    }
+    if (!o->reference.empty()) {
+      if (std::find(allowed.begin(), allowed.end(), o->reference) == allowed.end())
+        throw UserError("--reference: unknown baseline \"" + o->reference + "\"");
+      cfg.baseline = o->reference;
+    }
+    int64_t m, n, k;
+    parse_shape(o->shape, m, n, k);
+    std::string source = read_file(o->kernel, "kernel");
+    fs::path cache = cfg.cache_dir.empty() ? default_cache_dir() : fs::path(cfg.cache_dir);
+    fs::path store = o->store.empty() ? cache / "results.sqlite" : fs::path(o->store);
+    Evaluator ev(cfg, store);
+    TaskSpec task = make_hgemm_task(m, n, k, o->layout, o->acc);
+    EvalResult r = ev.evaluate_one(task, source);
+    print_result(r, o->kernel, ev.backend(), ev.device_name());
+    if (!o->json.empty()) {
+      auto j = to_json(r);
+      j["kernel"] = o->kernel;
+      j["backend"] = ev.backend();
+      j["device"] = ev.device_name();
+      atomic_write(o->json, j.dump(2) + "\n");
+    }
+    exit_code = r.passed() ? 0 : 1;
+  });
 }
 
 }  // namespace kernelrl::cli

@@ -103,7 +103,7 @@ CompilePool::CompilePool(std::string backend, std::string arch, fs::path cache_d
 std::vector<std::string> CompilePool::command(const fs::path& src, const fs::path& out) const {
   if (backend_ == "gpu") {
     std::string a = arch_.substr(3);  // "sm_90a" -> "90a"
-    return {compiler_, "-O3", "-std=c++17", "-shared", "-Xcompiler", "-fPIC", "-lineinfo",
+    return {compiler_, "-O3", "-std=c++17", "-shared", "-Xcompiler", "-fPIC", "-lineinfo", "-cudart", "shared",
             "-gencode", "arch=compute_" + a + ",code=sm_" + a, "-I", include_dir_.string(),
             "-o", out.string(), src.string()};
   }
@@ -175,15 +175,19 @@ CompileOutcome CompilePool::compile(const std::string& source) {
   return r;
 }
 
-std::vector<CompileOutcome> CompilePool::compile_all(const std::vector<std::string>& sources) {
+std::vector<CompileOutcome> CompilePool::compile_all(
+    const std::vector<std::string>& sources,
+    const std::function<void(size_t, const CompileOutcome&)>& on_done) {
   std::vector<CompileOutcome> out(sources.size());
   // One compile per distinct hash; the rest copy its outcome.
   std::map<std::string, size_t> first;
   std::vector<size_t> todo;
   std::vector<std::string> hashes(sources.size());
+  std::map<size_t, std::vector<size_t>> dups;  // first index -> later duplicates
   for (size_t i = 0; i < sources.size(); ++i) {
     hashes[i] = hash_of(sources[i]);
     if (first.emplace(hashes[i], i).second) todo.push_back(i);
+    else dups[first[hashes[i]]].push_back(i);
   }
   std::atomic<size_t> next{0};
   auto work = [&] {
@@ -194,6 +198,14 @@ std::vector<CompileOutcome> CompilePool::compile_all(const std::vector<std::stri
       } catch (const std::exception& e) {
         out[i].hash = hashes[i];
         out[i].log = std::string("internal compile error: ") + e.what();
+      }
+      if (on_done) {
+        on_done(i, out[i]);
+        for (size_t d : dups[i]) {
+          CompileOutcome copy = out[i];
+          copy.cached = true;
+          on_done(d, copy);
+        }
       }
     }
   };

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -37,7 +38,11 @@ class CompilePool {
   const std::string& backend() const { return backend_; }
   const std::string& toolkit_version() const { return toolkit_version_; }
   // Compiles every source (duplicates once), `jobs` at a time; results in input order.
-  std::vector<CompileOutcome> compile_all(const std::vector<std::string>& sources);
+  // `on_done(i, outcome)` (optional) is called from the pool's threads as each finishes, so a
+  // caller can start running candidates while others still compile.
+  std::vector<CompileOutcome> compile_all(
+      const std::vector<std::string>& sources,
+      const std::function<void(size_t, const CompileOutcome&)>& on_done = {});
   CompileOutcome compile(const std::string& source);
   std::string hash_of(const std::string& source) const;
   // The text handed to the compiler: the ABI header include, then the candidate.

@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <tuple>
 #include <map>
 #include <mutex>
 #include <random>
@@ -178,7 +181,8 @@ struct Evaluator::Impl {
     r.max_abs_dev = res.value("max_abs_dev", 0.0);
     r.dev_bound = res.value("dev_bound", 0.0);
     if (res.contains("candidate")) r.cand = timing_from_json(res["candidate"]);
-    if (res.contains("metrics")) r.metrics = res["metrics"];
+    if (res.contains("metrics") && res["metrics"].is_object())
+      for (auto it = res["metrics"].begin(); it != res["metrics"].end(); ++it) r.metrics[it.key()] = it.value();
     if (res.contains("baselines"))
       for (auto it = res["baselines"].begin(); it != res["baselines"].end(); ++it)
         raw_seen[it.key()] = it.value();
@@ -246,27 +250,9 @@ std::vector<EvalResult> Evaluator::evaluate(const TaskSpec& task, const std::vec
       screened.push_back(i);
     }
   }
-  // 2. Compile pool.
+  // 2. Compile pool (below, pipelined with 4: candidates run as soon as they are compiled).
   std::vector<std::string> to_compile;
   for (size_t i : screened) to_compile.push_back(sources[i]);
-  auto compiled = im.pool->compile_all(to_compile);
-  std::vector<std::pair<size_t, fs::path>> to_run;
-  for (size_t j = 0; j < screened.size(); ++j) {
-    EvalResult& r = out[screened[j]];
-    const CompileOutcome& c = compiled[j];
-    r.compile_log = c.log;
-    r.compile_cached = c.cached;
-    r.metrics["compile_s"] = c.seconds;
-    if (c.ok) {
-      to_run.emplace_back(screened[j], c.so_path);
-    } else {
-      r.status = c.timed_out ? EvalStatus::compile_timeout : EvalStatus::compile_error;
-      r.check = c.timed_out ? "compile_timeout" : "compile_error";
-      r.reason = c.timed_out ? "the compiler ran past " + std::to_string(cfg.compile_timeout_s) + " s"
-                             : "compilation failed (see compile_log)";
-    }
-  }
-
   // 3. Baselines: the reference is always timed beside each candidate; the others come from the
   //    store when it has them for this (GPU, driver, shape, layout, mode), else are measured.
   std::string reference = hgemm ? (gpu ? cfg.baseline : "torch") : "torch";
@@ -296,13 +282,43 @@ std::vector<EvalResult> Evaluator::evaluate(const TaskSpec& task, const std::vec
       if (it != cached.end() && it->second.algo >= 0) lt_algo[lay] = it->second.algo;
     }
 
-  // 4. Run in the workers (one thread per worker, candidates from a shared queue).
+  // 4. Compile in the pool while the workers (one thread each) take compiled candidates from
+  //    a queue.
   std::vector<std::map<std::string, nlohmann::json>> raw(sources.size());
-  std::atomic<size_t> next{0};
-  std::atomic<bool> extras_taken{false};
+  std::mutex qmu;
+  std::condition_variable qcv;
+  std::deque<std::pair<size_t, fs::path>> queue;
+  bool compiling = true;
+  // Extra baselines ride along until one candidate has had them timed (a failing candidate
+  // never reaches timing).
+  std::atomic<bool> extras_done{first_list.size() == ref_raw.size()};
+  auto on_compiled = [&](size_t j, const CompileOutcome& c) {
+    EvalResult& r = out[screened[j]];
+    r.compile_log = c.log;
+    r.compile_cached = c.cached;
+    r.metrics["compile_s"] = c.seconds;
+    if (c.ok) {
+      std::lock_guard<std::mutex> lock(qmu);
+      queue.emplace_back(screened[j], c.so_path);
+      qcv.notify_one();
+    } else {
+      r.status = c.timed_out ? EvalStatus::compile_timeout : EvalStatus::compile_error;
+      r.check = c.timed_out ? "compile_timeout" : "compile_error";
+      r.reason = c.timed_out ? "the compiler ran past " + std::to_string(cfg.compile_timeout_s) + " s"
+                             : "compilation failed (see compile_log)";
+    }
+  };
   auto work = [&](size_t w) {
-    for (size_t q; (q = next++) < to_run.size();) {
-      auto [i, so] = to_run[q];
+    for (;;) {
+      size_t i;
+      fs::path so;
+      {
+        std::unique_lock<std::mutex> lock(qmu);
+        qcv.wait(lock, [&] { return !queue.empty() || !compiling; });
+        if (queue.empty()) return;
+        std::tie(i, so) = queue.front();
+        queue.pop_front();
+      }
       auto started = Clock::now();
       nlohmann::json req = {{"op", "eval"},
                             {"so", so.string()},
@@ -323,8 +339,7 @@ std::vector<EvalResult> Evaluator::evaluate(const TaskSpec& task, const std::vec
         std::lock_guard<std::mutex> lock(seed_mu);
         req["seed_base"] = im.seeds() >> 1;  // fresh inputs for every evaluation
       }
-      bool extras = !extras_taken.exchange(true);
-      req["baselines"] = extras ? first_list : ref_raw;
+      req["baselines"] = extras_done.load() ? ref_raw : first_list;
       nlohmann::json res;
       try {
         res = im.workers[w]->evaluate(req);
@@ -333,6 +348,7 @@ std::vector<EvalResult> Evaluator::evaluate(const TaskSpec& task, const std::vec
       }
       EvalResult& r = out[i];
       im.absorb(r, res, raw[i]);
+      if (raw[i].size() >= first_list.size()) extras_done = true;
       r.metrics["seed_base"] = req["seed_base"];
       r.metrics["worker_s"] = std::chrono::duration<double>(Clock::now() - started).count();
       if (r.passed() && gpu && (cfg.ncu || cfg.sanitizer)) {
@@ -347,8 +363,24 @@ std::vector<EvalResult> Evaluator::evaluate(const TaskSpec& task, const std::vec
     }
   };
   std::vector<std::thread> threads;
-  for (size_t w = 1; w < im.workers.size() && w < to_run.size(); ++w) threads.emplace_back(work, w);
-  work(0);
+  for (size_t w = 0; w < im.workers.size() && w < std::max<size_t>(1, to_compile.size()); ++w)
+    threads.emplace_back(work, w);
+  try {
+    im.pool->compile_all(to_compile, on_compiled);
+  } catch (...) {
+    {
+      std::lock_guard<std::mutex> lock(qmu);
+      compiling = false;
+    }
+    qcv.notify_all();
+    for (auto& t : threads) t.join();
+    throw;
+  }
+  {
+    std::lock_guard<std::mutex> lock(qmu);
+    compiling = false;
+  }
+  qcv.notify_all();
   for (auto& t : threads) t.join();
 
   // 5. Baseline table of this shape: fresh measurements win over the cache; cache them.

@@ -9,6 +9,8 @@
 #include <limits>
 #include <random>
 #include <thread>
+#include <type_traits>
+#include <utility>
 
 #include "reward/eval_result.h"
 #include "reward/task_json.h"
@@ -16,7 +18,6 @@
 
 #if __has_include("data/task_suite.h")
 #include "data/task_suite.h"
-#define KERNELRL_HAVE_TASK_SUITE 1
 #endif
 
 #ifdef KERNELRL_HAVE_CUDA
@@ -671,12 +672,35 @@ struct Harness::Impl {
   }
 
   // -------------------------------------------------------------------------- general tasks
-  nlohmann::json run_general(const TaskSpec& t, LaunchFn fn, const Opts& o, const Tick& tick) {
-#ifndef KERNELRL_HAVE_TASK_SUITE
-    (void)t; (void)fn; (void)o; (void)tick;
-    fail("no_task_suite", "general tasks need data/task_suite.h (reference ops), not in this build",
-         "unsupported");
-#else
+  // The LibTorch reference comes from data/task_suite.h when it provides (found by ADL, so the
+  // worker builds without it):
+  //   std::vector<at::Tensor> make_inputs(const TaskSpec&, uint64_t seed, at::Device);
+  //   std::vector<at::Tensor> reference_outputs(const TaskSpec&, const std::vector<at::Tensor>&);
+  // Candidates get inputs[]/outputs[] and dims = the first input's shape, then the params
+  // bit-cast to int64; checked by |out − ref| ≤ atol + rtol·|ref|; timed against the reference.
+  template <class T, class = void>
+  struct HasSuite : std::false_type {};
+  template <class T>
+  struct HasSuite<T, std::void_t<decltype(reference_outputs(std::declval<const T&>(),
+                                                            std::declval<const std::vector<at::Tensor>&>())),
+                                 decltype(make_inputs(std::declval<const T&>(), uint64_t{0},
+                                                      std::declval<at::Device>()))>>
+      : std::true_type {};
+
+  template <class Task>
+  nlohmann::json run_general(const Task& t, LaunchFn fn, const Opts& o, const Tick& tick) {
+    if constexpr (HasSuite<Task>::value) {
+      return run_general_impl(t, fn, o, tick);
+    } else {
+      (void)t; (void)fn; (void)o; (void)tick;
+      fail("no_task_suite",
+           "general tasks need make_inputs/reference_outputs from data/task_suite.h, not in this build",
+           "unsupported");
+    }
+  }
+
+  template <class Task>
+  nlohmann::json run_general_impl(const Task& t, LaunchFn fn, const Opts& o, const Tick& tick) {
     auto dims_of = [&](const std::vector<at::Tensor>& ins) {
       std::vector<int64_t> d(ins.at(0).sizes().begin(), ins.at(0).sizes().end());
       for (double p : t.params) {  // op scalars ride after the shape, bit-cast to int64
@@ -696,8 +720,8 @@ struct Harness::Impl {
     std::vector<at::Tensor> prev_out;
     int trials = 0;
     for (int s = 0; s < o.seeds; ++s) {
-      auto inputs = make_inputs(t, o.seed_base + 1000003ull * (s + 1), dev);
-      auto ref = reference_outputs(t, inputs);
+      std::vector<at::Tensor> inputs = make_inputs(t, o.seed_base + 1000003ull * (s + 1), dev);
+      std::vector<at::Tensor> ref = reference_outputs(t, inputs);
       for (int rep = 0; rep < 2; ++rep) {  // rep 1: same buffers, fresh values (pointer cache)
         std::vector<Guarded> gin, gout;
         for (auto& x : inputs) gin.push_back(guarded_copy(x));
@@ -711,15 +735,16 @@ struct Harness::Impl {
           if (rep == 1 && stale(outs[i], prev_out.size() > i ? prev_out[i] : at::Tensor()))
             fail("cached_by_pointer", "a second call with new values returned the previous result");
           check_written(outs[i], "seed " + std::to_string(s), static_cast<int>(i));
-          auto o32 = outs[i].to(at::kDouble), r32 = ref[i].to(at::kDouble);
-          auto excess = (o32 - r32).abs() - (t.atol + t.rtol * r32.abs());
+          at::Tensor o32 = outs[i].to(at::kDouble), r32 = ref[i].to(at::kDouble);
+          const double atol = t.atol, rtol = t.rtol;
+          at::Tensor excess = (o32 - r32).abs() - (atol + rtol * r32.abs());
           double worst = excess.max().item<double>();
-          double dev = (o32 - r32).abs().max().item<double>();
+          double err = (o32 - r32).abs().max().item<double>();
           if (!(worst <= 0))
             fail("tolerance_exceeded", "output " + std::to_string(i) + ": |out-ref| exceeds atol " +
-                                           fmt(t.atol) + " + rtol " + fmt(t.rtol) + "*|ref| (max |out-ref| " +
-                                           fmt(dev) + ")");
-          max_dev = std::max(max_dev, dev);
+                                           fmt(atol) + " + rtol " + fmt(rtol) + "*|ref| (max |out-ref| " +
+                                           fmt(err) + ")");
+          max_dev = std::max(max_dev, err);
         }
         prev_out = outs;
         if (rep == 0) {
@@ -730,8 +755,8 @@ struct Harness::Impl {
       tick("seed " + std::to_string(s) + " passed");
     }
     // Timing: candidate against the LibTorch reference op, interleaved, same inputs.
-    auto inputs = make_inputs(t, o.seed_base + 99, dev);
-    auto ref = reference_outputs(t, inputs);
+    std::vector<at::Tensor> inputs = make_inputs(t, o.seed_base + 99, dev);
+    std::vector<at::Tensor> ref = reference_outputs(t, inputs);
     std::vector<Guarded> gin, gout;
     for (auto& x : inputs) gin.push_back(plain(x));
     for (auto& r : ref) gout.push_back(plain(at::empty_like(r)));
@@ -790,7 +815,6 @@ struct Harness::Impl {
     metrics["rounds"] = rounds;
     res["metrics"] = metrics;
     return res;
-#endif
   }
 };
 

@@ -1,0 +1,138 @@
+// The evaluator end to end on the host backend (g++, CPU worker, steady clock): a correct HGEMM
+// kernel passes with the Eq. 3 reward and lands in the store; each adversarial fixture under
+// tests/data/kernels/ is caught and named; a crashing, aborting or hanging candidate becomes a
+// result and the restarted worker evaluates the next candidate normally.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "reward/evaluator.h"
+#include "reward/reward_formula.h"
+#include "reward/task_json.h"
+#include "test_util.h"
+
+namespace kernelrl {
+namespace {
+
+std::string fixture(const std::string& name) {
+  return testing::read_text(std::string(KERNELRL_SOURCE_DIR) + "/tests/data/kernels/" + name);
+}
+
+RewardConfig host_config(const testing::ScratchDir& dir) {
+  RewardConfig cfg;
+  cfg.backend = "host";
+  cfg.cache_dir = (dir / "cache").string();
+  cfg.seeds = 2;
+  cfg.warmup = 1;
+  cfg.min_rounds = 3;
+  cfg.max_rounds = 5;
+  cfg.timing_budget_ms = 5;
+  cfg.call_timeout_s = 1;  // a silent worker is declared hung after 2*1+5 s
+  cfg.compile_jobs = 2;
+  cfg.l2 = "hot";
+  cfg.alpha = 0.1;
+  cfg.beta = 0.05;
+  return cfg;
+}
+
+// K = 4096 so that {0,1} sums exceed 2048 (where fp16 accumulation becomes inexact).
+TaskSpec host_task() { return make_hgemm_task(32, 40, 4096, "nn"); }
+
+TEST(RewardHost, CorrectKernelPassesScoresAndIsStored) {
+  testing::ScratchDir dir;
+  RewardConfig cfg = host_config(dir);
+  cfg.l2 = "cold";  // rotation of input sets on the host too
+  Evaluator ev(cfg, dir / "results.sqlite");
+  auto src = fixture("host_hgemm_ok.cpp");
+  auto r = ev.evaluate_one(host_task(), src);
+  ASSERT_EQ(r.status, EvalStatus::ok) << r.check << ": " << r.reason << "\n" << r.compile_log;
+  EXPECT_EQ(ev.backend(), "host");
+  EXPECT_EQ(r.reference, "torch");
+  EXPECT_GT(r.cand.median_us, 0);
+  EXPECT_GE(r.cand.n, 3);
+  EXPECT_LE(r.cand.p10_us, r.cand.median_us);
+  EXPECT_LE(r.cand.median_us, r.cand.p90_us);
+  ASSERT_TRUE(r.baselines.count("torch"));
+  EXPECT_GT(r.t_ref_us, 0);
+  EXPECT_NEAR(r.speedup, r.t_ref_us / r.cand.median_us, 1e-9);
+  // Eq. 3 with N = 1, recomputed here from the reported numbers.
+  double expected = std::min(r.speedup, cfg.speedup_clip) - cfg.alpha * r.max_abs_dev -
+                    cfg.beta * src.size() / 1000.0;
+  EXPECT_NEAR(r.reward, expected, 1e-9) << r.reward_reason;
+  EXPECT_LE(r.max_abs_dev, r.dev_bound);
+  EXPECT_GT(r.metrics.value("input_sets", 0), 1);
+  // Stored: the row, the exemplar query and the best kernel.
+  auto ok = ev.store().successful(host_task().name);
+  ASSERT_EQ(ok.size(), 1u);
+  EXPECT_EQ(ok[0].hash, r.hash);
+  EXPECT_EQ(ok[0].source, src);
+  ASSERT_TRUE(ev.store().best(host_task().name).has_value());
+  // The same source again hits the compile cache.
+  auto again = ev.evaluate_one(host_task(), src);
+  EXPECT_TRUE(again.compile_cached);
+  EXPECT_EQ(again.status, EvalStatus::ok) << again.reason;
+  EXPECT_EQ(ev.store().count_results(), 2);
+}
+
+TEST(RewardHost, AdversarialKernelsAreCaughtAndNamedAndTheWorkerRecovers) {
+  testing::ScratchDir dir;
+  Evaluator ev(host_config(dir), dir / "results.sqlite");
+  struct Case {
+    const char* file;
+    EvalStatus status;
+    const char* check;
+  };
+  const Case cases[] = {
+      {"host_fp16_acc.cpp", EvalStatus::wrong_answer, "fp16_accumulation"},
+      {"host_crash.cpp", EvalStatus::crash, "signal"},
+      {"host_unwritten.cpp", EvalStatus::wrong_answer, "unwritten_output"},
+      {"host_write_past.cpp", EvalStatus::wrong_answer, "out_of_bounds_write"},
+      {"host_hang.cpp", EvalStatus::hang, "timeout"},
+      {"host_modify_input.cpp", EvalStatus::wrong_answer, "input_modified"},
+      {"host_shrink_k.cpp", EvalStatus::wrong_answer, "integer_sum_mismatch"},
+      {"host_abort.cpp", EvalStatus::crash, "abort"},
+      {"host_cache_pointer.cpp", EvalStatus::wrong_answer, "cached_by_pointer"},
+      {"host_cache_value.cpp", EvalStatus::wrong_answer, "cached_by_value"},
+      {"host_nonzero_return.cpp", EvalStatus::launch_error, "nonzero_return"},
+      {"host_hgemm_ok.cpp", EvalStatus::ok, ""},  // after all of the above, on a restarted worker
+  };
+  std::vector<std::string> sources;
+  for (const auto& c : cases) sources.push_back(fixture(c.file));
+  auto rs = ev.evaluate(host_task(), sources);
+  ASSERT_EQ(rs.size(), sources.size());
+  for (size_t i = 0; i < rs.size(); ++i) {
+    EXPECT_EQ(rs[i].status, cases[i].status)
+        << cases[i].file << ": got " << status_name(rs[i].status) << " / " << rs[i].check << ": " << rs[i].reason;
+    EXPECT_EQ(rs[i].check, cases[i].check) << cases[i].file << ": " << rs[i].reason;
+    if (cases[i].status != EvalStatus::ok) {
+      EXPECT_EQ(rs[i].reward, ev.config().failed_reward) << cases[i].file;
+      EXPECT_NE(rs[i].reward_reason.find(rs[i].check), std::string::npos) << rs[i].reward_reason;
+    }
+  }
+  EXPECT_GE(ev.worker_restarts(), 2);  // after the crash, the hang and the abort
+  EXPECT_EQ(ev.store().count_results(), static_cast<int64_t>(cases[0].file ? rs.size() : 0));
+}
+
+TEST(RewardHost, ScreenCompileAndLoadFailuresAreResults) {
+  testing::ScratchDir dir;
+  Evaluator ev(host_config(dir), dir / "results.sqlite");
+  std::vector<std::string> sources = {
+      "extern \"C\" int kernelrl_launch(const kernelrl_args* a, void* s) { cudaStream_t t; cudaStreamCreate(&t); return 0; }\n",
+      "extern \"C\" int kernelrl_launch(const kernelrl_args* a, void* s) { return missing; }\n",
+      // Defined inside a namespace: C++ linkage of a different function, no exported entry.
+      "namespace x { int kernelrl_launch(const kernelrl_args* a, int s) { return 0; } }\n",
+      "int helper() { return 1; }\n",
+  };
+  auto rs = ev.evaluate(host_task(), sources);
+  EXPECT_EQ(rs[0].status, EvalStatus::screen_rejected);
+  EXPECT_EQ(rs[0].check, "creates_stream");
+  EXPECT_EQ(rs[1].status, EvalStatus::compile_error);
+  EXPECT_NE(rs[1].compile_log.find("missing"), std::string::npos) << rs[1].compile_log;
+  EXPECT_EQ(rs[2].status, EvalStatus::load_error) << rs[2].reason;
+  EXPECT_EQ(rs[3].status, EvalStatus::screen_rejected);
+  EXPECT_EQ(rs[3].check, "missing_entry_point");
+  for (const auto& r : rs) EXPECT_EQ(r.reward, -1.0);
+}
+
+}  // namespace
+}  // namespace kernelrl
