@@ -9,7 +9,8 @@
 
 namespace kernelrl {
 
-MetricsWriter::MetricsWriter(const std::filesystem::path& path, int64_t keep_through_step) {
+MetricsWriter::MetricsWriter(const std::filesystem::path& path, int64_t keep_through_step)
+    : path_(path) {
   if (keep_through_step < 0) {
     atomic_write(path, "");
   } else if (std::filesystem::exists(path)) {
@@ -34,6 +35,16 @@ void MetricsWriter::write(int64_t step, nlohmann::json record) {
   const std::string line = record.dump() + "\n";
   std::fwrite(line.data(), 1, line.size(), file_);
   std::fflush(file_);
+}
+
+void MetricsWriter::drop_if(const std::function<bool(const nlohmann::json&)>& drop) {
+  std::fclose(file_);
+  std::string kept;
+  for (const auto& rec : read_all(path_))
+    if (!drop(rec)) kept += rec.dump() + "\n";
+  atomic_write(path_, kept);
+  file_ = std::fopen(path_.c_str(), "a");
+  if (!file_) throw UserError("cannot reopen metrics file '" + path_.string() + "'");
 }
 
 std::vector<nlohmann::json> MetricsWriter::read_all(const std::filesystem::path& path) {

@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <nlohmann/json.hpp>
 
 namespace kernelrl {
@@ -21,10 +22,15 @@ class MetricsWriter {
   // Writes one line; adds "step" and "time" (Unix seconds) and flushes.
   void write(int64_t step, nlohmann::json record);
 
+  // Drops every record for which `drop` is true (atomic rewrite) and keeps appending: a stage
+  // resumed at step s drops its own records after s and those of later stages.
+  void drop_if(const std::function<bool(const nlohmann::json&)>& drop);
+
   // Reads every record of a metrics file (for reports and tests); throws on malformed lines.
   static std::vector<nlohmann::json> read_all(const std::filesystem::path& path);
 
  private:
+  std::filesystem::path path_;
   std::FILE* file_ = nullptr;
 };
 

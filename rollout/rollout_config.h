@@ -28,6 +28,9 @@ struct RolloutConfig {
   double exemplar_temperature = 1.0;  // τ of the bucket softmax
   int64_t n_buckets = 8;           // score buckets in the exemplar store
   std::string response_format = "code";  // code | sections (analysis, design, code)
+  int64_t seed_exemplars = 4;      // kernel-family variants evaluated to seed an empty pool
+  bool reuse_evaluations = true;   // a source already evaluated for the task on this device
+                                   // reuses its stored result instead of being re-timed
   SamplingConfig sampling;
 
   void visit(cfg::Visitor& v) {
@@ -38,6 +41,9 @@ struct RolloutConfig {
             cfg::greater_than(0));
     v.field("n_buckets", n_buckets, "score buckets", cfg::at_least(1));
     v.field("response_format", response_format, "code | sections", {"code", "sections"});
+    v.field("seed_exemplars", seed_exemplars, "family variants to seed an empty pool",
+            cfg::at_least(0));
+    v.field("reuse_evaluations", reuse_evaluations, "reuse stored results of identical sources");
     v.section("sampling", sampling, "sampling parameters");
   }
 };

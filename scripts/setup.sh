@@ -43,8 +43,8 @@ if [[ "$have_torch" != "$torch_version" ]]; then
   .venv/bin/python -m pip install -q "torch==$torch_version" numpy
 fi
 if ((with_test)); then
-  .venv/bin/python -c 'import transformers, safetensors' 2>/dev/null ||
-    .venv/bin/python -m pip install -q "transformers>=4.45" safetensors
+  .venv/bin/python -c 'import transformers, safetensors, tensorboard' 2>/dev/null ||
+    .venv/bin/python -m pip install -q "transformers>=4.45" safetensors tensorboard
 fi
 
 torch_prefix=$(.venv/bin/python -c 'import torch; print(torch.utils.cmake_prefix_path)')

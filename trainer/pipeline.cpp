@@ -5,13 +5,16 @@
 #include "common/error.h"
 #include "common/fs.h"
 #include "common/log.h"
+#include "trainer/grpo_stage.h"
+#include "trainer/pretrain_stage.h"
+#include "trainer/train_utils.h"
 
 namespace kernelrl {
 
 StageRunner stage_runner(const std::string& kind) {
-  // Each stage kind's trainer is wired in here as it lands.
-  (void)kind;
-  return {};
+  if (kind == "pretrain") return run_pretrain_stage;
+  if (kind == "general_rl" || kind == "hgemm_rl") return run_grpo_stage;
+  return {};  // a kind whose trainer is not in this build
 }
 
 std::vector<const StageConfig*> select_stages(const JobConfig& job,
@@ -55,7 +58,13 @@ std::filesystem::path run_pipeline(const JobConfig& job, const PipelineOptions& 
                 << run_dir.root().string() << " (" << stages.size() << " stage(s))";
 
   MetricsWriter metrics(run_dir.metrics_path(), run_dir.resumed() ? INT64_MAX : -1);
+  // A run of later stages alone (--stages) starts from the newest checkpoint of the stage
+  // before the first selected one, when this run directory has it.
   std::filesystem::path checkpoint;
+  for (const auto& s : job.trainer.stages) {
+    if (&s == stages.front()) break;
+    if (auto dir = latest_stage_checkpoint(run_dir.checkpoints_dir(), s.name)) checkpoint = *dir;
+  }
   for (size_t i = 0; i < stages.size(); ++i) {
     StageContext ctx{job, *stages[i], run_dir, metrics, checkpoint, run_dir.resumed()};
     KRL_LOG(info) << "stage " << stages[i]->name << " (" << stages[i]->kind << ")";

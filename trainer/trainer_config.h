@@ -72,6 +72,8 @@ struct StageConfig {
   int64_t grad_accum = 1;           // micro-batches per optimizer step
   int64_t seq_len = 256;            // packed sequence length (pretrain)
   int64_t eval_every = 50;          // held-out evaluation period, steps; 0 = off
+  int64_t eval_batches = 8;         // held-out micro-batches per evaluation (pretrain)
+  std::string loss_on = "all";      // pretrain loss on all tokens or on code tokens only
   int64_t checkpoint_every = 50;    // checkpoint period, steps; 0 = only at the end
   OptimizerConfig optimizer;
   GrpoConfig grpo;                  // used by the RL stages
@@ -85,6 +87,8 @@ struct StageConfig {
     v.field("grad_accum", grad_accum, "micro-batches per step", cfg::at_least(1));
     v.field("seq_len", seq_len, "packed sequence length", cfg::at_least(8));
     v.field("eval_every", eval_every, "held-out eval period; 0 = off", cfg::at_least(0));
+    v.field("eval_batches", eval_batches, "held-out micro-batches per eval", cfg::at_least(1));
+    v.field("loss_on", loss_on, "pretrain loss on: all | code", {"all", "code"});
     v.field("checkpoint_every", checkpoint_every, "checkpoint period; 0 = end only",
             cfg::at_least(0));
     v.section("optimizer", optimizer, "AdamW and schedule");

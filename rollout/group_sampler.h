@@ -1,0 +1,46 @@
+// Group generation for GRPO: one prompt per task (with contrastive exemplars that fit the
+// context), G sampled completions per prompt from the policy, each parsed into a candidate
+// kernel. Evaluation and the update are the trainer's.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "data/task.h"
+#include "data/tokenizer.h"
+#include "model/llama.h"
+#include "rollout/prompt.h"
+#include "rollout/rollout_config.h"
+
+namespace kernelrl {
+
+struct PromptGroup {
+  TaskSpec task;
+  std::string prompt;
+  std::vector<int64_t> prompt_ids;   // with bos when the tokenizer has one
+  int64_t exemplars_used = 0;        // after dropping those that did not fit
+};
+
+struct Rollout {
+  size_t group = 0;                  // index into the PromptGroup list
+  std::vector<int64_t> completion;   // sampled token ids
+  std::vector<float> sample_logprobs;  // under the sampling policy, before temperature/top-k/p
+  std::string text;
+  std::string finish_reason;         // eos | stop | length
+  ParsedResponse parsed;
+};
+
+// Builds the prompt for `task`; drops the lowest-scored exemplars until prompt + max_new_tokens
+// fits max_seq_len. Throws UserError when even the bare prompt does not fit.
+PromptGroup make_prompt_group(const TaskSpec& task, PromptParts parts, const Tokenizer& tokenizer,
+                              int64_t max_seq_len, int64_t max_new_tokens);
+
+// G completions for every group (rows ordered group by group), sampled with `seed`.
+std::vector<Rollout> sample_groups(LlamaModel& model, const Tokenizer& tokenizer,
+                                   const std::vector<PromptGroup>& groups, int64_t group_size,
+                                   const SamplingConfig& sampling, const std::string& response_format,
+                                   uint64_t seed, int64_t* generated_tokens = nullptr,
+                                   double* seconds = nullptr);
+
+}  // namespace kernelrl

@@ -1,0 +1,124 @@
+#include "rollout/prompt.h"
+
+#include <cstdio>
+#include <sstream>
+
+#include "data/tokenizer.h"
+
+namespace kernelrl {
+namespace {
+
+std::string shape_str(const std::vector<int64_t>& s) {
+  std::string out = "[";
+  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+  return out + "]";
+}
+
+std::string trim(const std::string& s) {
+  size_t b = s.find_first_not_of(" \t\r\n");
+  if (b == std::string::npos) return "";
+  size_t e = s.find_last_not_of(" \t\r\n");
+  return s.substr(b, e - b + 1);
+}
+
+const char* kContract =
+    "Contract: include \"kernel_abi.h\" and define, with C linkage,\n"
+    "  int kernelrl_launch(const kernelrl_args* args, void* stream);\n"
+    "returning 0 on success. args->inputs[i] / args->outputs[i] are device pointers in task\n"
+    "order, args->dims holds the sizes, args->workspace is 32 MiB of scratch. All work goes on\n"
+    "`stream`; no other streams, events, graphs, threads, files, or library GEMM calls.\n";
+
+}  // namespace
+
+std::string describe_task(const TaskSpec& task, const std::string& backend) {
+  std::ostringstream s;
+  const bool host = backend == "host";
+  if (task.kind == "hgemm") {
+    s << "Write a " << (host ? "C++ (CPU)" : "CUDA") << " HGEMM kernel: C = A * B with M=" << task.m
+      << ", N=" << task.n << ", K=" << task.k << ". A is MxK row-major fp16 (inputs[0]); B is "
+      << (task.layout == "tn" ? "KxN stored column-major (NxK row-major)" : "KxN row-major")
+      << " fp16 (inputs[1]); C is MxN row-major fp16 (outputs[0]); dims = {M, N, K}. "
+      << "Accumulate in " << (task.acc == "f16" ? "fp16" : "fp32") << ".\n";
+  } else {
+    s << "Write a " << (host ? "C++ (CPU)" : "CUDA") << " kernel for task " << task.name << " ("
+      << task.op << "): " << task.description << "\n";
+    for (size_t i = 0; i < task.inputs.size(); ++i)
+      s << "inputs[" << i << "] " << task.inputs[i].name << ": " << task.inputs[i].dtype << " "
+        << shape_str(task.inputs[i].shape) << "\n";
+    for (size_t i = 0; i < task.outputs.size(); ++i)
+      s << "outputs[" << i << "] " << task.outputs[i].name << ": " << task.outputs[i].dtype << " "
+        << shape_str(task.outputs[i].shape) << "\n";
+    char tol[96];
+    std::snprintf(tol, sizeof tol, "Tolerance: |out - ref| <= %g + %g*|ref|.\n", task.atol, task.rtol);
+    s << tol;
+  }
+  s << kContract;
+  if (host) s << "This is the CPU backend: plain C++, `stream` is null, pointers are host memory.\n";
+  return s.str();
+}
+
+std::string build_prompt(const TaskSpec& task, const PromptParts& parts) {
+  std::ostringstream p;
+  p << kInstructionMarker << describe_task(task, parts.backend);
+  p << "Make it as fast as possible while staying correct.";
+  if (parts.response_format == "sections")
+    p << " First analyse why the earlier kernels scored as they did, then describe your design, "
+         "then write the code.";
+  p << "\n" << kContextMarker;
+  if (!parts.context.empty()) p << parts.context << "\n";
+  if (!parts.profile.empty()) p << "Profile of earlier candidates:\n" << parts.profile << "\n";
+  for (size_t i = 0; i < parts.exemplars.size(); ++i) {
+    char head[96];
+    std::snprintf(head, sizeof head, "Earlier kernel %zu, measured score %.3f:\n", i + 1,
+                  parts.exemplars[i].score);
+    p << head << parts.exemplars[i].source << "\n";
+  }
+  p << (parts.response_format == "sections" ? kAnalysisMarker : kCodeMarker);
+  return p.str();
+}
+
+ParsedResponse parse_response(const std::string& completion, const std::string& response_format) {
+  ParsedResponse r;
+  std::string text = completion;
+  size_t end = text.find(kEndMarker);
+  if (end != std::string::npos) text = text.substr(0, end);
+  std::string code;
+  const std::string code_marker = kCodeMarker;
+  size_t cm = text.rfind(code_marker);
+  if (response_format == "sections") {
+    // The prompt opened the analysis section; design and code follow their markers.
+    size_t dm = text.find(kDesignMarker);
+    if (cm == std::string::npos) {
+      r.reason = "format: no " + code_marker + " section in the response";
+      return r;
+    }
+    r.analysis = trim(text.substr(0, dm != std::string::npos && dm < cm ? dm : cm));
+    if (dm != std::string::npos && dm < cm)
+      r.design = trim(text.substr(dm + std::string(kDesignMarker).size(),
+                                  cm - dm - std::string(kDesignMarker).size()));
+    code = text.substr(cm + code_marker.size());
+  } else {
+    // The prompt ended with the code marker: the completion is the code.
+    code = cm != std::string::npos ? text.substr(cm + code_marker.size()) : text;
+  }
+  // Markdown fences (models pretrained elsewhere): keep the last fenced block's body.
+  size_t fence_end = code.rfind("```");
+  if (fence_end != std::string::npos) {
+    size_t fence_begin = code.rfind("```", fence_end == 0 ? 0 : fence_end - 1);
+    if (fence_begin != std::string::npos && fence_begin < fence_end) {
+      size_t body = code.find('\n', fence_begin);
+      if (body != std::string::npos && body < fence_end)
+        code = code.substr(body + 1, fence_end - body - 1);
+    }
+  }
+  r.code = trim(code);
+  if (r.code.empty()) {
+    r.reason = "format: the response holds no code";
+    return r;
+  }
+  r.code += "\n";
+  r.ok = true;
+  return r;
+}
+
+}  // namespace kernelrl

@@ -1,0 +1,45 @@
+// Prompts for the RL stages and the parser of the policy's responses. A prompt uses the same
+// sections as the pretraining triplets (instruction, context, code, with the tokenizer's
+// markers), so a policy pretrained on triplets continues a prompt with code:
+//   <|instruction|> task: operation, shapes, layout, accumulation, the candidate contract
+//   <|context|>     retrieved docs, profiling metrics, contrastive exemplars with their scores
+//   <|code|>        (the policy writes from here; `sections` format asks for analysis and
+//                    design first, as CUDA-L1 does)
+// It does not sample or evaluate.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "data/task.h"
+#include "rollout/exemplars.h"
+
+namespace kernelrl {
+
+struct PromptParts {
+  std::string context;           // retrieved documentation passages (may be empty)
+  std::string profile;           // profiling metrics of earlier candidates (may be empty)
+  std::vector<Exemplar> exemplars;  // scored earlier kernels, worst first
+  std::string response_format = "code";  // code | sections
+  std::string backend = "gpu";   // gpu: CUDA C++ for nvcc | host: C++ for g++ (CPU backend)
+};
+
+// The task in words: the operation, shapes, dtypes, layout, accumulation and the contract.
+std::string describe_task(const TaskSpec& task, const std::string& backend);
+
+// The full prompt text (ends with the code marker, or the analysis marker for `sections`).
+std::string build_prompt(const TaskSpec& task, const PromptParts& parts);
+
+struct ParsedResponse {
+  bool ok = false;
+  std::string code;      // the candidate source
+  std::string analysis;  // sections format only
+  std::string design;    // sections format only
+  std::string reason;    // why ok is false
+};
+
+// Extracts the code: the text after the last code marker (or, failing that, the last fenced
+// ``` block) up to the end marker. A response with no code is a format failure with a reason.
+ParsedResponse parse_response(const std::string& completion, const std::string& response_format);
+
+}  // namespace kernelrl

@@ -1,0 +1,93 @@
+// Prompt building and response parsing: sections in the pretraining order, exemplars with
+// their scores, code extraction for both response formats, and format failures with reasons.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "data/tokenizer.h"
+#include "rollout/prompt.h"
+
+namespace kernelrl {
+namespace {
+
+using ::testing::HasSubstr;
+
+TaskSpec hgemm() {
+  TaskSpec t;
+  t.name = "hgemm_256x512x128_tn";
+  t.m = 256, t.n = 512, t.k = 128;
+  t.layout = "tn";
+  return t;
+}
+
+TEST(Prompt, HgemmPromptStatesShapeLayoutContractAndExemplars) {
+  PromptParts parts;
+  parts.exemplars = {{"a", "// slow kernel\n", 0.5}, {"b", "// fast kernel\n", 1.25}};
+  std::string p = build_prompt(hgemm(), parts);
+  EXPECT_EQ(p.rfind(kInstructionMarker, 0), 0u);  // starts with the instruction
+  EXPECT_THAT(p, HasSubstr("M=256, N=512, K=128"));
+  EXPECT_THAT(p, HasSubstr("column-major"));
+  EXPECT_THAT(p, HasSubstr("Accumulate in fp32"));
+  EXPECT_THAT(p, HasSubstr("kernelrl_launch"));
+  EXPECT_THAT(p, HasSubstr("measured score 0.500:\n// slow kernel"));
+  EXPECT_THAT(p, HasSubstr("measured score 1.250:\n// fast kernel"));
+  EXPECT_LT(p.find(kInstructionMarker), p.find(kContextMarker));
+  EXPECT_EQ(p.substr(p.size() - std::string(kCodeMarker).size()), kCodeMarker);
+}
+
+TEST(Prompt, GeneralTaskListsTensorsAndTolerance) {
+  TaskSpec t;
+  t.kind = "general";
+  t.name = "relu_1m";
+  t.op = "relu";
+  t.description = "y = max(x, 0)";
+  t.inputs = {{"x", {1024, 1024}, "f32", "normal"}};
+  t.outputs = {{"y", {1024, 1024}, "f32", "normal"}};
+  PromptParts parts;
+  parts.backend = "host";
+  std::string p = build_prompt(t, parts);
+  EXPECT_THAT(p, HasSubstr("inputs[0] x: f32 [1024, 1024]"));
+  EXPECT_THAT(p, HasSubstr("outputs[0] y: f32 [1024, 1024]"));
+  EXPECT_THAT(p, HasSubstr("Tolerance: |out - ref| <= 0.0001 + 0.0001*|ref|"));
+  EXPECT_THAT(p, HasSubstr("CPU backend"));
+}
+
+TEST(Prompt, SectionsFormatAsksForAnalysisFirst) {
+  PromptParts parts;
+  parts.response_format = "sections";
+  std::string p = build_prompt(hgemm(), parts);
+  EXPECT_THAT(p, HasSubstr("analyse"));
+  EXPECT_EQ(p.substr(p.size() - std::string(kAnalysisMarker).size()), kAnalysisMarker);
+}
+
+TEST(ParseResponse, CodeFormatTakesTextUpToTheEndMarker) {
+  auto r = parse_response("  int kernelrl_launch() { return 0; }\n<|end|>garbage", "code");
+  ASSERT_TRUE(r.ok) << r.reason;
+  EXPECT_EQ(r.code, "int kernelrl_launch() { return 0; }\n");
+}
+
+TEST(ParseResponse, SectionsFormatSplitsAnalysisDesignCode) {
+  auto r = parse_response("it was memory bound<|design|>tile 128x128<|code|>__global__ void k(){}\n<|end|>",
+                          "sections");
+  ASSERT_TRUE(r.ok) << r.reason;
+  EXPECT_EQ(r.analysis, "it was memory bound");
+  EXPECT_EQ(r.design, "tile 128x128");
+  EXPECT_EQ(r.code, "__global__ void k(){}\n");
+}
+
+TEST(ParseResponse, MarkdownFenceIsUnwrapped) {
+  auto r = parse_response("Here you go:\n```cuda\n__global__ void k() {}\n```\nDone.", "code");
+  ASSERT_TRUE(r.ok);
+  EXPECT_EQ(r.code, "__global__ void k() {}\n");
+}
+
+TEST(ParseResponse, MissingCodeIsAFormatFailureWithReason) {
+  auto a = parse_response("   <|end|>", "code");
+  EXPECT_FALSE(a.ok);
+  EXPECT_THAT(a.reason, HasSubstr("no code"));
+  auto b = parse_response("just analysis, never got to code", "sections");
+  EXPECT_FALSE(b.ok);
+  EXPECT_THAT(b.reason, HasSubstr("<|code|>"));
+}
+
+}  // namespace
+}  // namespace kernelrl

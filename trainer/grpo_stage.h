@@ -1,0 +1,23 @@
+// The RL stages (general_rl, hgemm_rl): contrastive GRPO as CUDA-L1 describes it, on the
+// general-kernel suite (LibTorch reference as t_ref) or the HGEMM grid (cuBLAS/cuBLASLt as
+// t_ref). One step reads top to bottom: sample groups -> evaluate -> rewards -> advantages ->
+// μ clipped updates -> log / checkpoint. Formulas: trainer/grpo.h and docs/grpo.md.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "data/task.h"
+#include "trainer/pipeline.h"
+
+namespace kernelrl {
+
+// The training tasks of an RL stage kind on a backend ("gpu" | "host").
+std::vector<TaskSpec> rl_stage_tasks(const JobConfig& job, const std::string& kind,
+                                     const std::string& backend);
+
+// Runs the stage; returns its final checkpoint directory.
+std::filesystem::path run_grpo_stage(StageContext& ctx);
+
+}  // namespace kernelrl

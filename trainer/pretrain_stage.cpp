@@ -1,0 +1,277 @@
+#include "trainer/pretrain_stage.h"
+
+#include <torch/torch.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+
+#include "common/error.h"
+#include "common/fs.h"
+#include "common/log.h"
+#include "common/progress.h"
+#include "model/checkpoint.h"
+#include "model/device.h"
+#include "trainer/train_utils.h"
+
+namespace kernelrl {
+
+std::string format_triplet(const Triplet& t) {
+  return std::string(kInstructionMarker) + t.instruction + "\n" + kContextMarker + t.context +
+         "\n" + kCodeMarker + t.code + kEndMarker;
+}
+
+PackedSequences pack_triplets(const std::vector<Triplet>& triplets, const Tokenizer& tok,
+                              int64_t seq_len, bool code_only_loss) {
+  std::vector<int64_t> ids;
+  std::vector<float> mask;
+  auto append = [&](const std::vector<int64_t>& part, float m) {
+    ids.insert(ids.end(), part.begin(), part.end());
+    mask.insert(mask.end(), part.size(), m);
+  };
+  const float prompt_mask = code_only_loss ? 0.f : 1.f;
+  for (const auto& t : triplets) {
+    if (tok.bos_id() >= 0) append({tok.bos_id()}, prompt_mask);
+    append(tok.encode(std::string(kInstructionMarker) + t.instruction + "\n" + kContextMarker +
+                      t.context + "\n" + kCodeMarker),
+           prompt_mask);
+    append(tok.encode(t.code + kEndMarker), 1.f);
+  }
+  PackedSequences out;
+  out.documents = static_cast<int64_t>(triplets.size());
+  const int64_t total = static_cast<int64_t>(ids.size());
+  const int64_t rows = total > seq_len ? (total - 1) / seq_len : 0;
+  if (rows == 0) return out;
+  auto all_ids = torch::from_blob(ids.data(), {total}, torch::kInt64);
+  auto all_mask = torch::from_blob(mask.data(), {total}, torch::kFloat32);
+  // Row r covers tokens [r·L, r·L + L] (L+1 tokens, overlapping the next row by one).
+  auto index = torch::arange(rows).unsqueeze(1) * seq_len + torch::arange(seq_len + 1).unsqueeze(0);
+  out.tokens = all_ids.index({index}).clone();
+  out.loss_mask = all_mask.index({index}).clone();
+  out.loss_mask.select(1, 0).zero_();  // the first token of a row has no predecessor here
+  return out;
+}
+
+bool is_holdout(const std::string& id, double fraction) {
+  if (fraction <= 0) return false;
+  uint64_t h = 1469598103934665603ull;  // FNV-1a
+  for (unsigned char c : id) h = (h ^ c) * 1099511628211ull;
+  return static_cast<double>(h % 1000000) < fraction * 1e6;
+}
+
+Tokenizer stage_tokenizer(const StageContext& ctx, const std::vector<Triplet>& triplets,
+                          fs::path* path_out) {
+  if (!ctx.job.data.tokenizer.empty()) {
+    *path_out = ctx.job.data.tokenizer;
+    return Tokenizer::load(ctx.job.data.tokenizer);
+  }
+  const fs::path model_path = ctx.run_dir.root() / "tokenizer.model";
+  *path_out = model_path;
+  if (fs::exists(model_path)) return Tokenizer::load(model_path);
+  // Train on the formatted documents (at most ~32 MB of text keeps this to a minute).
+  const fs::path text = ctx.run_dir.root() / "tokenizer_corpus.txt";
+  {
+    std::ofstream out(text);
+    size_t bytes = 0;
+    for (const auto& t : triplets) {
+      std::string doc = format_triplet(t);
+      out << doc << "\n";
+      bytes += doc.size();
+      if (bytes > (32u << 20)) break;
+    }
+  }
+  KRL_LOG(info) << "training a " << ctx.job.data.tokenizer_vocab_size
+                << "-token SentencePiece tokenizer on the corpus";
+  TokenizerTrainOptions opts;
+  opts.vocab_size = ctx.job.data.tokenizer_vocab_size;
+  Tokenizer tok = Tokenizer::train(text, model_path, opts);
+  fs::remove(text);
+  return tok;
+}
+
+namespace {
+
+// Data order: sample g of the stage is row perm_e[g mod N] with e = g div N, perm_e a
+// permutation seeded by (seed, e). A pure function of the step, so resume needs no state.
+class SequenceOrder {
+ public:
+  SequenceOrder(int64_t n, uint64_t seed) : n_(n), seed_(seed) {}
+  int64_t row(int64_t g) {
+    const int64_t epoch = g / n_;
+    if (epoch != epoch_) {
+      auto gen = at::make_generator<at::CPUGeneratorImpl>(seed_ * 1000003ull + epoch);
+      perm_ = torch::randperm(n_, gen, torch::kInt64);
+      epoch_ = epoch;
+    }
+    return perm_[g % n_].item<int64_t>();
+  }
+
+ private:
+  int64_t n_;
+  uint64_t seed_;
+  int64_t epoch_ = -1;
+  torch::Tensor perm_;
+};
+
+// Mean next-token loss over masked targets: tokens [B, L+1], mask [B, L+1].
+torch::Tensor lm_loss(LlamaModel& model, const torch::Tensor& tokens, const torch::Tensor& mask) {
+  auto inputs = tokens.slice(1, 0, -1);
+  auto targets = tokens.slice(1, 1);
+  auto m = mask.slice(1, 1);
+  auto logits = model->forward(inputs).to(torch::kFloat32);
+  auto nll = torch::nn::functional::cross_entropy(
+      logits.reshape({-1, logits.size(-1)}), targets.reshape({-1}),
+      torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone));
+  return (nll * m.reshape({-1})).sum() / m.sum().clamp_min(1.0);
+}
+
+}  // namespace
+
+fs::path run_pretrain_stage(StageContext& ctx) {
+  const StageConfig& stage = ctx.stage;
+  const JobConfig& job = ctx.job;
+  const torch::Device device = resolve_device(job.run.device);
+  const bool cuda = device.is_cuda();
+
+  // ---- data -----------------------------------------------------------------------------
+  if (job.data.corpus.empty())
+    throw ConfigError("data.corpus: the pretrain stage needs at least one triplet JSONL file");
+  std::vector<Triplet> train_docs, heldout_docs;
+  for (size_t i = 0; i < job.data.corpus.size(); ++i) {
+    const fs::path p = job.data.corpus[i];
+    if (!fs::exists(p))
+      throw UserError("data.corpus[" + std::to_string(i) + "]: '" + p.string() +
+                      "' not found; make it with `kernelrl data build` or `kernelrl data synth`");
+    for (auto& t : read_triplets(p))
+      (is_holdout(t.id, job.data.holdout_fraction) ? heldout_docs : train_docs).push_back(t);
+  }
+  fs::path tokenizer_path;
+  Tokenizer tok = stage_tokenizer(ctx, train_docs, &tokenizer_path);
+  const bool code_only = stage.loss_on == "code";
+  PackedSequences train = pack_triplets(train_docs, tok, stage.seq_len, code_only);
+  PackedSequences heldout = pack_triplets(heldout_docs, tok, stage.seq_len, code_only);
+  if (train.size() == 0)
+    throw UserError("data.corpus: too little text for one sequence of " +
+                    std::to_string(stage.seq_len) + " tokens");
+  KRL_LOG(info) << "pretrain data: " << train.documents << " documents, " << train.size()
+                << " sequences of " << stage.seq_len << " tokens (" << heldout.size()
+                << " held out); vocab " << tok.vocab_size();
+
+  // ---- model, optimizer, resume ----------------------------------------------------------
+  ModelShape shape = resolve_shape(job.model, tok.vocab_size());
+  LlamaModel model{nullptr};
+  if (!ctx.init_checkpoint.empty()) {
+    model = load_checkpoint(ctx.init_checkpoint, device, torch::kFloat32).model;
+    shape = model->shape();
+  } else {
+    model = make_model(shape, device, torch::kFloat32, static_cast<uint64_t>(job.run.seed));
+  }
+  model->set_activation_checkpointing(job.model.activation_checkpointing);
+  auto optimizer = make_adamw(*model, stage.optimizer);
+  TrainState state;
+  if (ctx.resume) {
+    if (auto dir = latest_stage_checkpoint(ctx.run_dir.checkpoints_dir(), stage.name)) {
+      auto ck = load_checkpoint(*dir, device, torch::kFloat32);
+      torch::NoGradGuard ng;
+      auto src = ck.model->named_parameters();
+      for (auto& p : model->named_parameters()) p.value().copy_(src[p.key()]);
+      state = load_train_state(*dir, *optimizer);
+      KRL_LOG(info) << "resumed stage " << stage.name << " at step " << state.step << " from "
+                    << dir->string();
+      if (state.step >= stage.steps) return *dir;
+    }
+  }
+  const std::string stage_name = stage.name;
+  const int64_t resumed_step = state.step;
+  ctx.metrics.drop_if([&](const nlohmann::json& r) {
+    return r.value("stage", "") == stage_name && r.value("step", int64_t{0}) > resumed_step;
+  });
+  KRL_LOG(info) << "model " << shape.describe() << " on " << device.str() << (cuda ? " (bf16 autocast)" : "");
+
+  // ---- loop -----------------------------------------------------------------------------
+  SequenceOrder order(train.size(), static_cast<uint64_t>(job.run.seed));
+  const int64_t rows_per_step = stage.batch_size * stage.grad_accum;
+  const char* crash_env = std::getenv("KERNELRL_DEBUG_CRASH_AFTER_STEP");  // test hook: emulate a kill
+  const int64_t crash_after = crash_env ? std::atoll(crash_env) : -1;
+  auto evaluate = [&]() -> double {
+    if (heldout.size() == 0) return NAN;
+    torch::NoGradGuard ng;
+    AutocastGuard ac(cuda);
+    model->eval();
+    double sum = 0;
+    int64_t n = 0;
+    for (int64_t b = 0; b < stage.eval_batches && b * stage.batch_size < heldout.size(); ++b) {
+      auto rows = torch::arange(b * stage.batch_size,
+                                std::min(heldout.size(), (b + 1) * stage.batch_size));
+      sum += lm_loss(model, heldout.tokens.index({rows}).to(device),
+                     heldout.loss_mask.index({rows}).to(device))
+                 .item<double>();
+      ++n;
+    }
+    model->train();
+    return sum / static_cast<double>(n);
+  };
+  fs::path last_checkpoint;
+  Progress progress("pretrain " + stage.name, stage.steps);
+  model->train();
+  while (state.step < stage.steps) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const double lr = scheduled_lr(stage.optimizer, state.step, stage.steps);
+    set_lr(*optimizer, lr);
+    optimizer->zero_grad();
+    double loss_sum = 0;
+    int64_t target_tokens = 0;
+    for (int64_t micro = 0; micro < stage.grad_accum; ++micro) {
+      std::vector<int64_t> idx;
+      for (int64_t j = 0; j < stage.batch_size; ++j)
+        idx.push_back(order.row(state.step * rows_per_step + micro * stage.batch_size + j));
+      auto rows = torch::tensor(idx);
+      auto tokens = train.tokens.index({rows}).to(device);
+      auto mask = train.loss_mask.index({rows}).to(device);
+      torch::Tensor loss;
+      {
+        AutocastGuard ac(cuda);
+        loss = lm_loss(model, tokens, mask);
+      }
+      const double lv = loss.item<double>();
+      if (!std::isfinite(lv)) throw std::runtime_error("pretrain loss is not finite at step " +
+                                                       std::to_string(state.step + 1));
+      (loss / static_cast<double>(stage.grad_accum)).backward();
+      loss_sum += lv;
+      target_tokens += mask.slice(1, 1).sum().item<int64_t>();
+    }
+    const double grad_norm = clip_grad_norm_checked(*model, stage.optimizer.grad_clip);
+    optimizer->step();
+    ++state.step;
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    nlohmann::json rec = {{"stage", stage.name},
+                          {"loss", loss_sum / static_cast<double>(stage.grad_accum)},
+                          {"lr", lr},
+                          {"grad_norm", grad_norm},
+                          {"tokens_per_s", rows_per_step * stage.seq_len / seconds},
+                          {"target_tokens", target_tokens}};
+    if ((stage.eval_every > 0 && state.step % stage.eval_every == 0) || state.step == stage.steps) {
+      double el = evaluate();
+      if (std::isfinite(el)) {
+        rec["eval_loss"] = el;
+        rec["eval_ppl"] = std::exp(el);
+      }
+    }
+    ctx.metrics.write(state.step, rec);
+    char status[96];
+    std::snprintf(status, sizeof status, "loss %.4f", rec["loss"].get<double>());
+    progress.update(state.step, status);
+    if ((stage.checkpoint_every > 0 && state.step % stage.checkpoint_every == 0) ||
+        state.step == stage.steps)
+      last_checkpoint = save_stage_checkpoint(ctx.run_dir.checkpoints_dir(), stage.name, model,
+                                              shape, tokenizer_path, *optimizer, state,
+                                              job.trainer.keep_checkpoints);
+    if (state.step == crash_after) std::_Exit(137);
+  }
+  progress.finish();
+  return last_checkpoint;
+}
+
+}  // namespace kernelrl

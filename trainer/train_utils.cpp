@@ -1,0 +1,189 @@
+#include "trainer/train_utils.h"
+
+#include <ATen/autocast_mode.h>
+#include <torch/serialize.h>
+#include <torch/torch.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <regex>
+
+#include "common/error.h"
+#include "common/fs.h"
+#include "common/log.h"
+
+namespace kernelrl {
+
+double scheduled_lr(const OptimizerConfig& c, int64_t step, int64_t total) {
+  if (step < c.warmup_steps) return c.lr * static_cast<double>(step + 1) / c.warmup_steps;
+  const int64_t decay = std::max<int64_t>(1, total - c.warmup_steps);
+  const double p = std::min(1.0, static_cast<double>(step - c.warmup_steps) / decay);
+  return c.lr * (c.min_lr_ratio + (1 - c.min_lr_ratio) * 0.5 * (1 + std::cos(M_PI * p)));
+}
+
+std::unique_ptr<torch::optim::AdamW> make_adamw(torch::nn::Module& model,
+                                                const OptimizerConfig& c) {
+  std::vector<torch::Tensor> decay, no_decay;
+  for (auto& p : model.parameters()) {
+    if (!p.requires_grad()) continue;
+    (p.dim() >= 2 ? decay : no_decay).push_back(p);
+  }
+  auto opts = torch::optim::AdamWOptions(c.lr)
+                  .betas({c.beta1, c.beta2})
+                  .eps(c.eps)
+                  .weight_decay(c.weight_decay);
+  auto no_decay_opts = std::make_unique<torch::optim::AdamWOptions>(opts);
+  no_decay_opts->weight_decay(0.0);
+  std::vector<torch::optim::OptimizerParamGroup> groups;
+  groups.emplace_back(decay, std::make_unique<torch::optim::AdamWOptions>(opts));
+  groups.emplace_back(no_decay, std::move(no_decay_opts));
+  return std::make_unique<torch::optim::AdamW>(std::move(groups), opts);
+}
+
+void set_lr(torch::optim::Optimizer& optimizer, double lr) {
+  for (auto& g : optimizer.param_groups())
+    static_cast<torch::optim::AdamWOptions&>(g.options()).lr(lr);
+}
+
+AutocastGuard::AutocastGuard(bool enabled) : enabled_(enabled) {
+  if (!enabled_) return;
+  previous_ = at::autocast::is_autocast_enabled(at::kCUDA);
+  at::autocast::set_autocast_enabled(at::kCUDA, true);
+  at::autocast::set_autocast_dtype(at::kCUDA, at::kBFloat16);
+  at::autocast::increment_nesting();
+}
+
+AutocastGuard::~AutocastGuard() {
+  if (!enabled_) return;
+  if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
+  at::autocast::set_autocast_enabled(at::kCUDA, previous_);
+}
+
+double clip_grad_norm_checked(torch::nn::Module& model, double max_norm) {
+  std::vector<torch::Tensor> grads;
+  for (auto& p : model.parameters())
+    if (p.grad().defined()) grads.push_back(p.grad());
+  if (grads.empty()) return 0.0;
+  std::vector<torch::Tensor> norms;
+  for (auto& g : grads) norms.push_back(g.detach().to(torch::kFloat32).norm());
+  const double total = torch::stack(norms).norm().item<double>();
+  if (!std::isfinite(total))
+    throw std::runtime_error("gradient norm is not finite (" + std::to_string(total) +
+                             "); refusing to take the optimizer step");
+  if (max_norm > 0 && total > max_norm) {
+    const double scale = max_norm / (total + 1e-6);
+    for (auto& g : grads) g.mul_(scale);
+  }
+  return total;
+}
+
+namespace {
+
+const std::regex kStepDir("step_([0-9]+)");
+
+std::vector<std::pair<int64_t, fs::path>> stage_checkpoints(const fs::path& stage_dir) {
+  std::vector<std::pair<int64_t, fs::path>> out;
+  std::error_code ec;
+  if (!fs::is_directory(stage_dir, ec)) return out;
+  for (const auto& e : fs::directory_iterator(stage_dir)) {
+    std::smatch m;
+    const std::string name = e.path().filename().string();
+    if (e.is_directory() && std::regex_match(name, m, kStepDir))
+      out.emplace_back(std::stoll(m[1]), e.path());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace
+
+fs::path save_stage_checkpoint(const fs::path& checkpoints_dir, const std::string& stage,
+                               LlamaModel& model, const ModelShape& shape,
+                               const fs::path& tokenizer_path, torch::optim::Optimizer& optimizer,
+                               const TrainState& state, int64_t keep) {
+  const fs::path stage_dir = checkpoints_dir / stage;
+  fs::create_directories(stage_dir);
+  const std::string name = "step_" + std::to_string(state.step);
+  const fs::path staging =
+      stage_dir / ("." + name + ".tmp." + std::to_string(::getpid()));
+  fs::remove_all(staging);
+  nlohmann::json extra = {{"stage", stage}, {"step", state.step}};
+  save_checkpoint(staging, model, shape, tokenizer_path, extra);
+  torch::save(optimizer, (staging / "optimizer.pt").string());
+  nlohmann::json ts = {{"step", state.step}, {"extra", state.extra}, {"rng", rng_state()}};
+  atomic_write(staging / "trainer_state.json", ts.dump());
+  const fs::path final_dir = stage_dir / name;
+  fs::remove_all(final_dir);
+  fs::rename(staging, final_dir);
+  atomic_write(stage_dir / "latest", name + "\n");
+  auto all = stage_checkpoints(stage_dir);
+  for (size_t i = 0; i + static_cast<size_t>(keep) < all.size(); ++i) fs::remove_all(all[i].second);
+  return final_dir;
+}
+
+std::optional<fs::path> latest_stage_checkpoint(const fs::path& checkpoints_dir,
+                                                const std::string& stage) {
+  const fs::path stage_dir = checkpoints_dir / stage;
+  std::error_code ec;
+  if (fs::exists(stage_dir / "latest", ec)) {
+    std::string name = read_file(stage_dir / "latest", "checkpoint pointer");
+    name.erase(name.find_last_not_of(" \n\r\t") + 1);
+    if (fs::exists(stage_dir / name / "trainer_state.json", ec)) return stage_dir / name;
+  }
+  // No (or a dangling) pointer: the newest complete step directory.
+  auto all = stage_checkpoints(stage_dir);
+  for (auto it = all.rbegin(); it != all.rend(); ++it)
+    if (fs::exists(it->second / "trainer_state.json", ec)) return it->second;
+  return std::nullopt;
+}
+
+TrainState load_train_state(const fs::path& dir, torch::optim::Optimizer& optimizer) {
+  TrainState s;
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(read_file(dir / "trainer_state.json", "trainer state"));
+    s.step = j.at("step").get<int64_t>();
+    s.extra = j.value("extra", nlohmann::json::object());
+  } catch (const nlohmann::json::exception& e) {
+    throw UserError("checkpoint '" + dir.string() + "': trainer_state.json is corrupted (" +
+                    e.what() + ")");
+  }
+  try {
+    torch::load(optimizer, (dir / "optimizer.pt").string());
+  } catch (const c10::Error& e) {
+    throw UserError("checkpoint '" + dir.string() + "': optimizer.pt cannot be loaded");
+  }
+  if (j.contains("rng")) set_rng_state(j["rng"]);
+  return s;
+}
+
+nlohmann::json rng_state() {
+  auto bytes = [](const at::Tensor& t) {
+    auto c = t.contiguous().to(torch::kCPU);
+    const uint8_t* p = c.data_ptr<uint8_t>();
+    return std::vector<uint8_t>(p, p + c.numel());
+  };
+  nlohmann::json j;
+  j["cpu"] = bytes(at::globalContext().defaultGenerator(at::kCPU).get_state());
+  if (torch::cuda::is_available())
+    j["cuda"] = bytes(at::globalContext().defaultGenerator(at::Device(at::kCUDA, 0)).get_state());
+  return j;
+}
+
+void set_rng_state(const nlohmann::json& j) {
+  auto tensor = [](const nlohmann::json& v) {
+    auto bytes = v.get<std::vector<uint8_t>>();
+    return torch::from_blob(bytes.data(), {static_cast<int64_t>(bytes.size())}, torch::kUInt8)
+        .clone();
+  };
+  auto restore = [&](at::Generator gen, const nlohmann::json& v) {
+    std::lock_guard<std::mutex> lock(gen.mutex());
+    gen.set_state(tensor(v));
+  };
+  if (j.contains("cpu")) restore(at::globalContext().defaultGenerator(at::kCPU), j["cpu"]);
+  if (j.contains("cuda") && torch::cuda::is_available())
+    restore(at::globalContext().defaultGenerator(at::Device(at::kCUDA, 0)), j["cuda"]);
+}
+
+}  // namespace kernelrl
