@@ -126,6 +126,7 @@ Tokenizer Tokenizer::train(const fs::path& input, const fs::path& out_model,
       {"character_coverage", "0.9995"},
       {"normalization_rule_name", "identity"},
       {"remove_extra_whitespaces", "false"},
+      {"add_dummy_prefix", "false"},  // no invented leading space: text starts as written
       {"split_digits", "true"},
       {"allow_whitespace_only_pieces", "true"},
       {"max_sentence_length", std::to_string(options.max_sentence_chars)},

@@ -271,6 +271,8 @@ TEST(HfParity, ImportAndExportMatchTransformersOnCpu) {
       torch::NoGradGuard ng;
       for (auto& p : c.model->parameters()) p.mul_(1.01);
     }
+    // Negative control: the perturbation is visible at this threshold.
+    EXPECT_GT((logits_of(c.model, ref["tokens"]) - ref["logits"]).abs().max().item<double>(), 1e-3);
     const fs::path out = dir / (std::string("export_") + sub);
     export_hf(out, c.model);
     write_safetensors(out / "cpp_reference.safetensors",
