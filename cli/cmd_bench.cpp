@@ -1,5 +1,5 @@
-// `kernelrl bench --kernels DIR --grid full|small|FILE --out results.csv`: evaluates per-shape
-// kernels named {M}_{N}_{K}.cu over the HGEMM grid against every baseline and writes one CSV row
+// `kernelrl bench --kernels DIR --grid full|small|llm|FILE --out results.csv`: evaluates per-shape
+// kernels named {M}_{N}_{K}.cu over an HGEMM grid (data/task_suite.h) against every baseline and writes one CSV row
 // per shape (speedup per baseline, like the paper's tables) plus a summary (mean, median, wins).
 // Resumable: a shape whose kernel (same content hash) is already in the store is not re-run.
 #include <algorithm>
@@ -14,9 +14,9 @@
 #include "common/error.h"
 #include "common/fs.h"
 #include "common/progress.h"
+#include "data/task_suite.h"
 #include "reward/compile.h"
 #include "reward/evaluator.h"
-#include "reward/hgemm_grid.h"
 #include "reward/task_json.h"
 
 namespace kernelrl::cli {
@@ -41,19 +41,22 @@ void register_bench(CLI::App& app) {
   auto o = std::make_shared<Opts>();
   auto* sub = app.add_subcommand("bench", "Benchmark per-shape kernels over the HGEMM grid");
   sub->add_option("--kernels", o->kernels, "directory of {M}_{N}_{K}.cu kernels")->required();
-  sub->add_option("--grid", o->grid, "full | small | FILE of MxNxK lines");
+  sub->add_option("--grid", o->grid, "full | small | llm | FILE of `MxNxK [nn|tn] [f32|f16]` lines");
   sub->add_option("--out", o->out, "CSV of speedups per baseline");
-  sub->add_option("--layout", o->layout, "nn | tn")->check(CLI::IsMember({"nn", "tn"}));
+  auto* layout_opt = sub->add_option("--layout", o->layout, "nn | tn (default: as the grid says, nn)")
+                         ->check(CLI::IsMember({"nn", "tn"}));
   sub->add_option("--mode", o->mode, "offline | server")->check(CLI::IsMember({"offline", "server"}));
   sub->add_option("--l2", o->l2, "cold | hot")->check(CLI::IsMember({"cold", "hot"}));
   sub->add_option("--backend", o->backend, "auto | gpu | host")->check(CLI::IsMember({"auto", "gpu", "host"}));
   sub->add_option("--store", o->store, "results store (default <kernels>/bench.sqlite)");
   sub->add_option("--cache-dir", o->cache_dir, "compile cache (default ~/.cache/kernelrl)");
   sub->add_flag("--refresh", o->refresh, "re-run shapes already in the store, re-measure baselines");
-  sub->callback([o] {
+  sub->callback([o, layout_opt] {
     if (!fs::is_directory(o->kernels))
       throw UserError("--kernels: " + o->kernels + " is not a directory");
-    auto shapes = hgemm_grid(o->grid);
+    std::vector<TaskSpec> tasks = hgemm_grid(o->grid);  // full | small | llm | file
+    if (layout_opt->count() > 0)
+      for (auto& t : tasks) t = hgemm_task(t.m, t.n, t.k, o->layout, t.acc);
     RewardConfig cfg;
     cfg.backend = o->backend;
     cfg.mode = o->mode;
@@ -75,9 +78,10 @@ void register_bench(CLI::App& app) {
     std::map<std::string, std::vector<double>> speedups;
     std::map<std::string, int> wins;
     int evaluated = 0, passed = 0, missing = 0, resumed = 0;
-    Progress progress("bench", static_cast<int64_t>(shapes.size()));
-    for (size_t i = 0; i < shapes.size(); ++i) {
-      auto [m, n, k] = shapes[i];
+    Progress progress("bench", static_cast<int64_t>(tasks.size()));
+    for (size_t i = 0; i < tasks.size(); ++i) {
+      const TaskSpec& task = tasks[i];
+      const int64_t m = task.m, n = task.n, k = task.k;
       std::string stem = std::to_string(m) + "_" + std::to_string(n) + "_" + std::to_string(k);
       fs::path file = fs::path(o->kernels) / (stem + ".cu");
       if (!gpu && !fs::exists(file) && fs::exists(fs::path(o->kernels) / (stem + ".cpp")))
@@ -92,7 +96,6 @@ void register_bench(CLI::App& app) {
         continue;
       }
       std::string source = read_file(file, "kernel");
-      TaskSpec task = make_hgemm_task(m, n, k, o->layout);
       std::optional<EvalResult> r;
       if (!o->refresh) {
         r = ev.store().find_result(ev.hash_of(source), task.name, ev.backend(), ev.device_name());

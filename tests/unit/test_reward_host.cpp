@@ -134,5 +134,27 @@ TEST(RewardHost, ScreenCompileAndLoadFailuresAreResults) {
   for (const auto& r : rs) EXPECT_EQ(r.reward, -1.0);
 }
 
+// A general task (op relu of data/task_ops.h) through the same pipeline: checked against the
+// LibTorch reference with |out - ref| <= atol + rtol*|ref| and timed against it.
+TEST(RewardHost, GeneralTaskChecksAgainstTheReferenceOp) {
+  testing::ScratchDir dir;
+  Evaluator ev(host_config(dir), dir / "results.sqlite");
+  TaskSpec t;
+  t.name = "relu_host_test";
+  t.kind = "general";
+  t.op = "relu";
+  t.inputs = {{"x", {65536}, "f32", "normal"}};
+  t.outputs = {{"y", {65536}, "f32", "normal"}};
+  t.atol = t.rtol = 1e-5;
+  auto rs = ev.evaluate(t, {fixture("host_relu_ok.cpp"), fixture("host_relu_wrong.cpp")});
+  if (rs[0].status == EvalStatus::unsupported) GTEST_SKIP() << rs[0].reason;
+  EXPECT_EQ(rs[0].status, EvalStatus::ok) << rs[0].check << ": " << rs[0].reason;
+  EXPECT_EQ(rs[0].reference, "torch");
+  EXPECT_GT(rs[0].t_ref_us, 0);
+  EXPECT_EQ(rs[0].max_abs_dev, 0);  // relu is exact
+  EXPECT_EQ(rs[1].status, EvalStatus::wrong_answer);
+  EXPECT_EQ(rs[1].check, "tolerance_exceeded") << rs[1].reason;
+}
+
 }  // namespace
 }  // namespace kernelrl
