@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <limits>
 
 #include "common/error.h"
 #include "model/checkpoint.h"
@@ -111,6 +112,7 @@ void KVCache::select_rows(const torch::Tensor& rows) {
   for (auto& t : k) t = t.index_select(0, rows);
   for (auto& t : v) t = t.index_select(0, rows);
   key_valid = key_valid.index_select(0, rows);
+  key_bias = key_bias.index_select(0, rows);
 }
 
 // ---- layers ------------------------------------------------------------------------------
@@ -354,6 +356,7 @@ KVCache LlamaModelImpl::new_cache(int64_t batch, int64_t capacity) {
     c.v.push_back(torch::zeros({batch, shape_.n_kv_heads, capacity, shape_.head_dim()}, opts));
   }
   c.key_valid = torch::zeros({batch, capacity}, opts.dtype(torch::kBool));
+  c.key_bias = torch::full({batch, capacity}, -std::numeric_limits<double>::infinity(), opts);
   return c;
 }
 
@@ -365,9 +368,10 @@ torch::Tensor LlamaModelImpl::prefill(const torch::Tensor& tokens, const torch::
   auto [pos, mask] = positions_and_mask(tokens, attention_mask);
   auto [cos, sin] = rotary(pos);
   auto h = run_layers(embed_tokens(tokens), AttentionInputs{cos, sin, mask}, &cache);
-  cache.key_valid.narrow(1, 0, P)
-      .copy_(attention_mask.defined() ? attention_mask.to(torch::kBool)
-                                      : torch::ones({B, P}, cache.key_valid.options()));
+  auto valid = attention_mask.defined() ? attention_mask.to(torch::kBool)
+                                         : torch::ones({B, P}, cache.key_valid.options());
+  cache.key_valid.narrow(1, 0, P).copy_(valid);
+  cache.key_bias.narrow(1, 0, P).masked_fill_(valid, 0.0);
   cache.length = P;
   return logits(h.select(1, P - 1));
 }
@@ -380,7 +384,8 @@ torch::Tensor LlamaModelImpl::decode_step(const torch::Tensor& tokens, const tor
   auto x = embed_tokens(tokens.view({B, 1}));
   auto [cos, sin] = rotary(positions.view({B, 1}));
   cache.key_valid.select(1, L).fill_(true);
-  auto step_mask = cache.key_valid.narrow(1, 0, L + 1).unsqueeze(1).unsqueeze(1);
+  cache.key_bias.select(1, L).fill_(0.0);
+  auto step_mask = cache.key_bias.narrow(1, 0, L + 1).unsqueeze(1).unsqueeze(1);  // [B,1,1,L+1]
   for (int64_t i = 0; i < shape_.n_layers; ++i) {
     auto* layer = layers->ptr<DecoderLayerImpl>(i).get();
     x = x + layer->self_attn->decode(layer->input_layernorm(x), cos, sin, cache, i, step_mask);

@@ -62,6 +62,9 @@ torch::Dtype resolve_dtype(const std::string& dtype, const torch::Device& device
 struct KVCache {
   std::vector<torch::Tensor> k, v;
   torch::Tensor key_valid;  // [B, capacity] bool
+  // The same as an additive attention bias in the model dtype (0 valid, -inf not), kept for
+  // the whole capacity so that each step's slice is stride-aligned for the SDPA kernels.
+  torch::Tensor key_bias;   // [B, capacity]
   int64_t length = 0;       // slots written so far
   int64_t capacity() const { return key_valid.defined() ? key_valid.size(1) : 0; }
   int64_t batch() const { return key_valid.defined() ? key_valid.size(0) : 0; }
