@@ -1,11 +1,14 @@
 // `kernelrl data build|stats|synth`: the triplet corpus and the kernel families.
 #include <iostream>
+#include <map>
 
 #include "cli/commands.h"
 #include "common/config.h"
 #include "common/error.h"
 #include "data/corpus_builder.h"
 #include "data/data_config.h"
+#include "data/families.h"
+#include "data/task_suite.h"
 
 namespace kernelrl::cli {
 
@@ -14,7 +17,7 @@ void register_data(CLI::App& app) {
   sub->require_subcommand(1);
   struct Opts {
     std::vector<std::string> from, docs, set;
-    std::string out, input, families = "all", config;
+    std::string out, input, families = "all", config, tasks = "configs/tasks/general.yaml";
     int64_t n = 100, seed = 0;
     double threshold = 0.8;
   };
@@ -48,7 +51,26 @@ void register_data(CLI::App& app) {
   synth->add_option("--families", o->families, "all | comma-separated family names");
   synth->add_option("--n", o->n, "variants to write")->check(CLI::PositiveNumber);
   synth->add_option("--out", o->out, "output JSONL")->required();
-  synth->callback([] { not_built("data synth", "the kernel families are not in this build"); });
+  synth->add_option("--tasks", o->tasks, "general task suite whose ops and params the general families use");
+  synth->add_option("--seed", o->seed, "sampling seed")->check(CLI::NonNegativeNumber);
+  synth->callback([o] {
+    std::vector<TaskSpec> tasks = load_task_suite(o->tasks);
+    std::vector<KernelVariant> vs = sample_variants(o->families, o->n, static_cast<uint64_t>(o->seed), tasks);
+    std::vector<Triplet> ts;
+    std::map<std::string, int64_t> per_family;
+    for (const auto& v : vs) {
+      ts.push_back(variant_triplet(v));
+      // Repeats (a family with fewer variants than its share) get distinct ids.
+      int64_t k = per_family[v.name]++;
+      if (k > 0) ts.back().id += "#" + std::to_string(k);
+    }
+    write_triplets(o->out, ts);
+    std::map<std::string, int64_t> fam;
+    for (const auto& v : vs) ++fam[v.family];
+    std::cout << "wrote " << ts.size() << " triplets to " << o->out << ":";
+    for (const auto& [f, n] : fam) std::cout << " " << f << " " << n;
+    std::cout << "\n";
+  });
 }
 
 }  // namespace kernelrl::cli

@@ -41,7 +41,7 @@ std::vector<Bm25Index::Hit> Bm25Index::search(const std::string& query, int64_t 
     if (it == vocab_.end()) continue;
     const auto& plist = postings_[it->second];
     double df = static_cast<double>(plist.size());
-    if (df > max_df_fraction * n) continue;
+    if (n >= 100 && df > max_df_fraction * n) continue;  // stop word (in a real corpus)
     double idf = std::log(1.0 + (n - df + 0.5) / (df + 0.5));
     for (const Posting& p : plist) {
       double tf = p.tf;

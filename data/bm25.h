@@ -25,7 +25,8 @@ class Bm25Index {
     double score;
   };
   // Top `k` passages by score (> 0), best first; `exclude` (a passage index or -1) is skipped.
-  // Query words whose document frequency exceeds `max_df_fraction`·N are ignored (stop words).
+  // Query words whose document frequency exceeds `max_df_fraction`·N are ignored (stop words)
+  // once the index holds at least 100 passages.
   std::vector<Hit> search(const std::string& query, int64_t k, int64_t exclude = -1,
                           double max_df_fraction = 0.25) const;
   int64_t size() const { return static_cast<int64_t>(doc_len_.size()); }

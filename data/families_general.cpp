@@ -25,9 +25,9 @@ const char* kCudaHead = R"(#include <cuda_runtime.h>
 #include <cstring>
 $ABI$
 namespace {
-constexpr float P0 = $P0$, P1 = $P1$;  // the task's scalar parameters
+[[maybe_unused]] constexpr float P0 = $P0$, P1 = $P1$;  // the task's scalar parameters
 // Task param i (a double bit-cast into dims after the first input's shape).
-inline double task_param(const kernelrl_args* a, int first_rank, int i) {
+[[maybe_unused]] inline double task_param(const kernelrl_args* a, int first_rank, int i) {
   double d;
   std::memcpy(&d, &a->dims[first_rank + i], sizeof d);
   return d;
@@ -41,9 +41,9 @@ const char* kHostHead = R"(#include <algorithm>
 #include <cstring>
 $ABI$
 namespace {
-constexpr float P0 = $P0$, P1 = $P1$;  // the task's scalar parameters
+[[maybe_unused]] constexpr float P0 = $P0$, P1 = $P1$;  // the task's scalar parameters
 // Task param i (a double bit-cast into dims after the first input's shape).
-inline double task_param(const kernelrl_args* a, int first_rank, int i) {
+[[maybe_unused]] inline double task_param(const kernelrl_args* a, int first_rank, int i) {
   double d;
   std::memcpy(&d, &a->dims[first_rank + i], sizeof d);
   return d;
@@ -130,7 +130,7 @@ constexpr unsigned FULL = 0xffffffffu;
 
 // Reduction over the threads of a row; every thread gets the result.
 template <class F>
-__device__ __forceinline__ float group_reduce(float v, F f) {
+[[maybe_unused]] __device__ __forceinline__ float group_reduce(float v, F f) {
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) v = f(v, __shfl_xor_sync(FULL, v, o));
   if constexpr (BLOCK_PER_ROW) {
@@ -143,12 +143,12 @@ __device__ __forceinline__ float group_reduce(float v, F f) {
   }
   return v;
 }
-__device__ __forceinline__ float group_sum(float v) { return group_reduce(v, [](float a, float b) { return a + b; }); }
-__device__ __forceinline__ float group_max(float v) { return group_reduce(v, [](float a, float b) { return fmaxf(a, b); }); }
-__device__ __forceinline__ float group_min(float v) { return group_reduce(v, [](float a, float b) { return fminf(a, b); }); }
+[[maybe_unused]] __device__ __forceinline__ float group_sum(float v) { return group_reduce(v, [](float a, float b) { return a + b; }); }
+[[maybe_unused]] __device__ __forceinline__ float group_max(float v) { return group_reduce(v, [](float a, float b) { return fmaxf(a, b); }); }
+[[maybe_unused]] __device__ __forceinline__ float group_min(float v) { return group_reduce(v, [](float a, float b) { return fminf(a, b); }); }
 
 // (value, index) reduction keeping the larger (want_max) or smaller value, ties to the lower index.
-__device__ __forceinline__ void group_argbest(float& v, long long& i, bool want_max) {
+[[maybe_unused]] __device__ __forceinline__ void group_argbest(float& v, long long& i, bool want_max) {
   auto better = [&](float ov, long long oi) {
     return (want_max ? ov > v : ov < v) || (ov == v && oi < i);
   };
@@ -171,7 +171,7 @@ __device__ __forceinline__ void group_argbest(float& v, long long& i, bool want_
 }
 
 // Inclusive prefix sum over the threads of a row; `total` gets the sum of all.
-__device__ __forceinline__ float group_scan(float v, float& total) {
+[[maybe_unused]] __device__ __forceinline__ float group_scan(float v, float& total) {
   const int l = threadIdx.x & 31;
 #pragma unroll
   for (int o = 1; o < 32; o <<= 1) {

@@ -37,9 +37,57 @@ bool all_caps_macro(const std::string& w) {
   return upper;
 }
 
+// Blanks (keeping newlines and offsets) the #else/#elif branches of preprocessor conditionals,
+// so only the first branch counts for brace nesting: `#if A / if (x) { / #else / if (y) { /
+// #endif` then opens one scope, not two.
+std::string mask_else_branches(const std::string& text) {
+  std::string out = text;
+  std::vector<bool> in_else;  // per open conditional: inside a later branch
+  size_t i = 0, n = text.size();
+  while (i < n) {
+    size_t end = i;
+    // The logical line [i, end): a directive continues over backslash-newlines.
+    for (;;) {
+      size_t nl = text.find('\n', end);
+      if (nl == npos) nl = n;
+      end = nl;
+      size_t k = nl;
+      while (k > i && (text[k - 1] == '\r')) --k;
+      if (nl < n && k > i && text[k - 1] == '\\') {
+        end = nl + 1;
+        continue;
+      }
+      break;
+    }
+    size_t a = text.find_first_not_of(" \t", i);
+    bool directive = a != npos && a < end && text[a] == '#';
+    bool masked_before = std::find(in_else.begin(), in_else.end(), true) != in_else.end();
+    if (directive) {
+      size_t w = text.find_first_not_of(" \t", a + 1);
+      size_t we = w;
+      while (we < end && std::isalpha(static_cast<unsigned char>(text[we]))) ++we;
+      std::string word = w == npos ? "" : text.substr(w, we - w);
+      if (word == "if" || word == "ifdef" || word == "ifndef") {
+        in_else.push_back(false);
+      } else if ((word == "else" || word == "elif" || word == "elifdef" || word == "elifndef") &&
+                 !in_else.empty()) {
+        in_else.back() = true;
+      } else if (word == "endif" && !in_else.empty()) {
+        in_else.pop_back();
+      }
+    } else if (masked_before) {
+      for (size_t k = i; k < end; ++k)
+        if (text[k] != '\n') out[k] = ' ';
+    }
+    i = end + 1;
+  }
+  return out;
+}
+
 class Scanner {
  public:
-  Scanner(const std::string& s, std::vector<SourceUnit>& out) : s_(s), out_(out) {
+  Scanner(const std::string& s, const std::string& orig, std::vector<SourceUnit>& out)
+      : s_(s), orig_(orig), out_(out) {
     for (size_t i = 0; i < s_.size(); ++i)
       if (s_[i] == '\n') newlines_.push_back(i);
   }
@@ -307,12 +355,13 @@ class Scanner {
     size_t pos = cs;
     for (auto it = comments.rbegin(); it != comments.rend(); ++it) {
       if (it->second > pos) continue;
-      bool gap_ok = true;
-      for (size_t k = it->second; k < pos; ++k) {
-        if (!space(s_[k])) {
-          gap_ok = false;
-          break;
-        }
+      // One block: only whitespace with at most one line break between its comments (and
+      // before the unit), each comment starting its own line (not trailing a `}`).
+      bool gap_ok = line_start(it->first);
+      int newlines = 0;
+      for (size_t k = it->second; k < pos && gap_ok; ++k) {
+        if (!space(s_[k])) gap_ok = false;
+        if (s_[k] == '\n' && ++newlines > (doc.empty() ? 2 : 1)) gap_ok = false;
       }
       if (!gap_ok) break;
       doc = s_.substr(it->first, it->second - it->first) + "\n" + doc;
@@ -411,7 +460,7 @@ class Scanner {
     u.is_template = is_template;
     u.signature = squeeze(h);
     if (u.signature.size() > 400) u.signature = u.signature.substr(0, 400) + " ...";
-    u.code = s_.substr(cs, close + 1 - cs);
+    u.code = orig_.substr(cs, close + 1 - cs);
     u.line = line_of(cs);
     u.doc = doc_before(cs, comments);
 
@@ -497,7 +546,8 @@ class Scanner {
     out_.push_back(u);
   }
 
-  const std::string& s_;
+  const std::string& s_;     // the text with #else branches blanked: structure
+  const std::string& orig_;  // the text as written: unit code
   std::vector<SourceUnit>& out_;
   std::vector<size_t> newlines_;
 };
@@ -508,7 +558,8 @@ bool contains(const std::string& s, const char* what) { return s.find(what) != n
 
 std::vector<SourceUnit> scan_source(const std::string& text) {
   std::vector<SourceUnit> out;
-  Scanner sc(text, out);
+  const std::string masked = mask_else_branches(text);
+  Scanner sc(masked, text, out);
   sc.scan_scope(0, text.size(), "", false, 0);
   return out;
 }

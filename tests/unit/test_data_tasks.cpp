@@ -1,0 +1,284 @@
+// Task suites: the general suite loads (>= 40 tasks, a held-out split), bad YAML names the file
+// and key, the HGEMM grids have the sizes, every task's LibTorch reference runs on the
+// CPU and agrees with an independent check, and the host family variants (compiled with g++,
+// loaded with dlopen, called through kernelrl_launch) match the references.
+#include <dlfcn.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <ATen/ATen.h>
+#include <cmath>
+#include <fstream>
+#include <set>
+
+#include "common/error.h"
+#include "data/families.h"
+#include "data/task_ops.h"
+#include "data/task_suite.h"
+#include "test_util.h"
+
+namespace kernelrl {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::ScratchDir;
+using testing::write_text;
+
+const std::string kSuite = std::string(KERNELRL_SOURCE_DIR) + "/configs/tasks/general.yaml";
+
+TEST(TaskSuite, GeneralSuiteHasFortyTasksAndAHeldOutSplit) {
+  auto tasks = load_task_suite(kSuite);
+  EXPECT_GE(tasks.size(), 40u);
+  auto held = select_split(tasks, true), train = select_split(tasks, false);
+  EXPECT_GE(held.size(), 5u);
+  EXPECT_EQ(held.size() + train.size(), tasks.size());
+  std::set<std::string> cats;
+  for (const auto& t : tasks) {
+    EXPECT_EQ(t.kind, "general");
+    cats.insert(find_op(t.op)->category);
+    EXPECT_THAT(t.description, HasSubstr("inputs[0] = "));
+    EXPECT_LE(general_task_dims(t).size(), 8u);
+  }
+  EXPECT_EQ(cats.size(), 7u);
+  // Host shapes are smaller than the GPU shapes, task by task.
+  auto host = load_task_suite(kSuite, "host");
+  ASSERT_EQ(host.size(), tasks.size());
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    int64_t g = 1, h = 1;
+    for (auto d : tasks[i].inputs[0].shape) g *= d;
+    for (auto d : host[i].inputs[0].shape) h *= d;
+    EXPECT_LT(h, g) << tasks[i].name;
+  }
+}
+
+std::string suite_error(const std::string& yaml) {
+  ScratchDir dir;
+  write_text(dir / "s.yaml", yaml);
+  try {
+    load_task_suite(dir / "s.yaml");
+  } catch (const UserError& e) {
+    std::string m = e.what();
+    return m.substr(m.find("s.yaml"));
+  }
+  return "<no error>";
+}
+
+TEST(TaskSuite, ErrorsNameFileAndKeyPath) {
+  const std::string ok = "{name: r, op: relu, sizes: {N: 8}, host_sizes: {N: 4}}";
+  EXPECT_EQ(suite_error("tasks: [" + ok + "]"), "<no error>");
+  EXPECT_THAT(suite_error("tasks: [{name: r, op: nope, sizes: {N: 8}, host_sizes: {N: 4}}]"),
+              HasSubstr("s.yaml: tasks[0].op: unknown op \"nope\""));
+  EXPECT_THAT(suite_error("tasks: [" + ok + ", {name: q, op: relu, size: {N: 8}}]"),
+              HasSubstr("s.yaml: tasks[1].size: unknown key"));
+  EXPECT_THAT(suite_error("tasks: [{name: r, op: layernorm, sizes: {B: 2}, host_sizes: {B: 1, D: 2}, params: {eps: 1.0e-5}}]"),
+              HasSubstr("s.yaml: tasks[0].sizes.D: missing"));
+  EXPECT_THAT(suite_error("tasks: [{name: r, op: relu, sizes: {N: 8, M: 2}, host_sizes: {N: 4}}]"),
+              HasSubstr("s.yaml: tasks[0].sizes.M: not a size of op relu"));
+  EXPECT_THAT(suite_error("tasks: [{name: r, op: elu, sizes: {N: 8}, host_sizes: {N: 4}}]"),
+              HasSubstr("s.yaml: tasks[0].params: missing"));
+  EXPECT_THAT(suite_error("tasks: [" + ok + ", " + ok + "]"), HasSubstr("tasks[1].name: duplicate"));
+  EXPECT_THAT(suite_error("tasks: [{name: r, op: relu, sizes: {N: -3}, host_sizes: {N: 4}}]"),
+              HasSubstr("tasks[0].sizes.N: expected a positive integer"));
+  EXPECT_THAT(suite_error("task: []"), HasSubstr("s.yaml: tasks: expected a list"));
+}
+
+TEST(TaskSuite, HgemmGrids) {
+  auto full = hgemm_grid("full");
+  EXPECT_EQ(full.size(), 1000u);
+  std::set<std::string> names;
+  for (const auto& t : full) names.insert(t.name);
+  EXPECT_EQ(names.size(), 1000u);
+  EXPECT_TRUE(names.count("hgemm_12288x64x16384_nn"));
+  auto small = hgemm_grid("small");
+  ASSERT_EQ(small.size(), 27u);
+  for (const auto& t : small)
+    for (int64_t d : {t.m, t.n, t.k}) EXPECT_TRUE(d == 256 || d == 4096 || d == 16384);
+  auto llm = hgemm_grid("llm");
+  EXPECT_EQ(llm.size(), 30u);
+  for (const auto& t : llm) {
+    EXPECT_EQ(t.m % 64 + t.n % 64 + t.k % 64, 0) << t.name;
+    EXPECT_EQ(t.inputs[0].shape, (std::vector<int64_t>{t.m, t.k}));
+  }
+  // The files in configs/tasks hold the same grids.
+  for (const std::string name : {"full", "small", "llm"}) {
+    auto from_file = hgemm_grid(std::string(KERNELRL_SOURCE_DIR) + "/configs/tasks/hgemm_" + name + ".txt");
+    auto built_in = hgemm_grid(name);
+    ASSERT_EQ(from_file.size(), built_in.size()) << name;
+    for (size_t i = 0; i < built_in.size(); ++i) EXPECT_EQ(from_file[i].name, built_in[i].name);
+  }
+  ScratchDir dir;
+  write_text(dir / "g.txt", "# shapes\n64x128x256\n128x64x64 tn f16  # comment\n");
+  auto g = hgemm_grid((dir / "g.txt").string());
+  ASSERT_EQ(g.size(), 2u);
+  EXPECT_EQ(g[1].name, "hgemm_128x64x64_tn_acc16");
+  EXPECT_EQ(g[1].inputs[1].shape, (std::vector<int64_t>{64, 64}));  // B stored N x K
+  write_text(dir / "bad.txt", "64x128x256\n64 by 64\n");
+  try {
+    hgemm_grid((dir / "bad.txt").string());
+    FAIL();
+  } catch (const UserError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("bad.txt:2: expected `MxNxK"));
+  }
+  EXPECT_THROW(hgemm_grid("nonexistent-grid"), UserError);
+}
+
+// Independent checks of a few references (formulas written out elementwise).
+TEST(TaskSuite, EveryReferenceRunsOnTheCpuWithTheDeclaredShapes) {
+  for (const auto& t : load_task_suite(kSuite, "host")) {
+    auto in = make_inputs(t, 7, at::kCPU);
+    ASSERT_EQ(in.size(), t.inputs.size()) << t.name;
+    for (size_t i = 0; i < in.size(); ++i)
+      EXPECT_EQ(std::vector<int64_t>(in[i].sizes().begin(), in[i].sizes().end()), t.inputs[i].shape) << t.name;
+    auto again = make_inputs(t, 7, at::kCPU);
+    EXPECT_TRUE(at::equal(in[0], again[0])) << t.name << ": same seed, same values";
+    auto out = reference_outputs(t, in);
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_EQ(std::vector<int64_t>(out[0].sizes().begin(), out[0].sizes().end()), t.outputs[0].shape) << t.name;
+    EXPECT_EQ(out[0].scalar_type(), t.outputs[0].dtype == "i64" ? at::kLong : at::kFloat) << t.name;
+    if (out[0].is_floating_point()) EXPECT_TRUE(at::isfinite(out[0]).all().item<bool>()) << t.name;
+    if (t.op == "softmax_rows")
+      EXPECT_TRUE(at::allclose(out[0].sum(1), at::ones({out[0].size(0)}), 1e-5, 1e-5));
+    if (t.op == "leaky_relu") {
+      float x = in[0][3].item<float>(), y = out[0][3].item<float>();
+      EXPECT_FLOAT_EQ(y, x > 0 ? x : 0.01f * x);
+    }
+    if (t.op == "layernorm") {
+      auto row = in[0][1];
+      double mean = row.mean().item<double>(), var = row.var(/*unbiased=*/false).item<double>();
+      double want = (row[5].item<double>() - mean) / std::sqrt(var + 1e-5) * in[1][5].item<double>() +
+                    in[2][5].item<double>();
+      EXPECT_NEAR(out[0][1][5].item<double>(), want, 1e-4);
+    }
+    if (t.op == "scatter_add_rows") {
+      double total = in[0].sum().item<double>();
+      EXPECT_NEAR(out[0].sum().item<double>(), total, 1e-2);
+    }
+  }
+  auto h = hgemm_task(64, 128, 64, "tn");
+  auto in = make_inputs(h, 1, at::kCPU);
+  auto c = reference_outputs(h, in)[0];
+  double want = 0;
+  for (int k = 0; k < 64; ++k) want += in[0][3][k].item<double>() * in[1][5][k].item<double>();
+  EXPECT_NEAR(c[3][5].item<double>(), want, 0.02 + 1e-3 * std::abs(want));
+}
+
+// ---- host family variants against the references --------------------------------------------
+using LaunchFn = int (*)(const void*, void*);
+
+struct Library {
+  void* handle = nullptr;
+  ~Library() {
+    if (handle) dlclose(handle);
+  }
+};
+
+// Compiles sources into one shared library, renaming each kernelrl_launch to kernelrl_launch_<i>
+// inside its own namespace (the ABI block is included once, first; its guard skips the copies).
+void compile_host(const std::vector<std::string>& sources, const std::filesystem::path& dir, Library& lib) {
+  std::string tu = "#include <algorithm>\n#include <cmath>\n#include <cstddef>\n#include <cstdint>\n"
+                   "#include <cstring>\n" + kernel_abi_prelude();
+  for (size_t i = 0; i < sources.size(); ++i)
+    tu += "#define kernelrl_launch kernelrl_launch_" + std::to_string(i) + "\nnamespace v" +
+          std::to_string(i) + " {\n" + sources[i] + "\n}\n#undef kernelrl_launch\n";
+  write_text(dir / "all.cpp", tu);
+  std::string cmd = "g++ -std=c++17 -O1 -fPIC -shared -Wall -Wextra -Werror -Wno-unused-function -o " +
+                    (dir / "all.so").string() + " " + (dir / "all.cpp").string();
+  auto r = testing::run_command(cmd);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  lib.handle = dlopen((dir / "all.so").c_str(), RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(lib.handle, nullptr) << dlerror();
+}
+
+struct Args {  // the layout of kernelrl_args (reward/kernel_abi.h)
+  const void* inputs[8];
+  int n_inputs;
+  void* outputs[4];
+  int n_outputs;
+  int64_t dims[8];
+  int n_dims;
+  void* workspace;
+  size_t workspace_bytes;
+};
+
+TEST(HostFamilies, EveryGeneralTaskHasAHostVariantMatchingItsReference) {
+  auto tasks = load_task_suite(kSuite, "host");
+  std::vector<std::string> sources;
+  std::vector<std::string> names;
+  for (const auto& t : tasks) {
+    auto vs = variants_for_task(t, "host");
+    ASSERT_FALSE(vs.empty()) << t.name;
+    const auto& v = vs.back();  // the blocked variant where there are several
+    sources.push_back(v.source);
+    names.push_back(v.name);
+  }
+  ScratchDir dir;
+  Library lib;
+  compile_host(sources, dir.path(), lib);
+  if (::testing::Test::HasFatalFailure()) return;
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    const TaskSpec& t = tasks[i];
+    auto fn = reinterpret_cast<LaunchFn>(dlsym(lib.handle, ("kernelrl_launch_" + std::to_string(i)).c_str()));
+    ASSERT_NE(fn, nullptr);
+    auto in = make_inputs(t, 11 + i, at::kCPU);
+    auto ref = reference_outputs(t, in)[0];
+    auto out = at::empty_like(ref);
+    if (out.is_floating_point()) out.fill_(std::nan("")); else out.fill_(-7);  // poison
+    Args a{};
+    for (size_t k = 0; k < in.size(); ++k) a.inputs[k] = in[k].data_ptr();
+    a.n_inputs = static_cast<int>(in.size());
+    a.outputs[0] = out.data_ptr();
+    a.n_outputs = 1;
+    auto dims = general_task_dims(t);
+    for (size_t k = 0; k < dims.size(); ++k) a.dims[k] = dims[k];
+    a.n_dims = static_cast<int>(dims.size());
+    ASSERT_EQ(fn(&a, nullptr), 0) << names[i];
+    auto o = out.to(at::kDouble), r = ref.to(at::kDouble);
+    // Metric: max over elements of |out - ref| - (atol + rtol |ref|); must be <= 0.
+    double excess = ((o - r).abs() - (t.atol + t.rtol * r.abs())).max().item<double>();
+    EXPECT_LE(excess, 0.0) << names[i] << " on " << t.name << ": max |out-ref| "
+                           << (o - r).abs().max().item<double>();
+  }
+}
+
+TEST(HostFamilies, HostHgemmMatchesTheReferenceForBothLayouts) {
+  std::vector<std::string> sources;
+  std::vector<KernelVariant> picked;
+  for (const auto& v : hgemm_family_variants("hgemm_host"))
+    if (v.acc == "f32") {
+      picked.push_back(v);
+      sources.push_back(v.source);
+    }
+  ASSERT_EQ(picked.size(), 4u);  // 2 layouts x 2 tile sizes
+  ScratchDir dir;
+  Library lib;
+  compile_host(sources, dir.path(), lib);
+  if (::testing::Test::HasFatalFailure()) return;
+  for (size_t i = 0; i < picked.size(); ++i) {
+    auto t = hgemm_task(128, 192, 320, picked[i].layout);
+    auto fn = reinterpret_cast<LaunchFn>(dlsym(lib.handle, ("kernelrl_launch_" + std::to_string(i)).c_str()));
+    ASSERT_NE(fn, nullptr);
+    auto in = make_inputs(t, 5, at::kCPU);
+    auto ref = reference_outputs(t, in)[0];
+    auto out = at::full_like(ref, std::nan(""));
+    Args a{};
+    a.inputs[0] = in[0].data_ptr();
+    a.inputs[1] = in[1].data_ptr();
+    a.n_inputs = 2;
+    a.outputs[0] = out.data_ptr();
+    a.n_outputs = 1;
+    a.dims[0] = t.m;
+    a.dims[1] = t.n;
+    a.dims[2] = t.k;
+    a.n_dims = 3;
+    ASSERT_EQ(fn(&a, nullptr), 0);
+    auto o = out.to(at::kDouble), r = ref.to(at::kDouble);
+    // Both sides round an fp32 sum to fp16: they may differ by one fp16 ulp (2^-10 relative).
+    double excess = ((o - r).abs() - (1e-3 + 2e-3 * r.abs())).max().item<double>();
+    EXPECT_LE(excess, 0.0) << picked[i].name;
+    a.dims[0] = 100;  // not a multiple of 64: refused
+    EXPECT_NE(fn(&a, nullptr), 0);
+  }
+}
+
+}  // namespace
+}  // namespace kernelrl

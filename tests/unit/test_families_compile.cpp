@@ -1,0 +1,115 @@
+// Kernel families compile: a sample of every CUDA family with nvcc for sm_80 and sm_90a (one
+// nvcc call per HGEMM family plus one for all general families together, to keep CI fast), and
+// host variants with g++ -Werror. Skips the nvcc part where no CUDA toolkit is installed.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <random>
+#include <set>
+
+#include "common/error.h"
+#include "data/families.h"
+#include "data/task_suite.h"
+#include "test_util.h"
+
+namespace kernelrl {
+namespace {
+
+using testing::ScratchDir;
+using testing::write_text;
+
+std::string nvcc() {
+  for (const char* p : {"/usr/local/cuda/bin/nvcc"})
+    if (std::filesystem::exists(p)) return p;
+  auto r = testing::run_command("command -v nvcc");
+  return r.exit_code == 0 ? r.output.substr(0, r.output.find('\n')) : "";
+}
+
+const char* kArchs = " -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90a,code=sm_90a";
+
+void compile_cuda(const std::string& nvcc_path, const std::filesystem::path& file) {
+  auto r = testing::run_command(nvcc_path + " -std=c++17 -O2 -c" + kArchs +
+                                " -Werror all-warnings -o " + file.string() + ".o " + file.string());
+  EXPECT_EQ(r.exit_code, 0) << file << "\n" << r.output;
+}
+
+TEST(FamiliesCompile, HgemmSampleCompilesWithNvccForSm80AndSm90a) {
+  std::string nv = nvcc();
+  if (nv.empty()) GTEST_SKIP() << "no nvcc";
+  ScratchDir dir;
+  std::mt19937_64 rng(2026);
+  for (const std::string fam : {"hgemm_tiled", "hgemm_wmma", "hgemm_mma"}) {
+    auto vs = hgemm_family_variants(fam);
+    ASSERT_FALSE(vs.empty());
+    // One random variant per family (seeded: the same in every run, a different one per family).
+    const auto& v = vs[rng() % vs.size()];
+    write_text(dir / (v.name + ".cu"), v.source);
+    compile_cuda(nv, dir / (v.name + ".cu"));
+  }
+}
+
+TEST(FamiliesCompile, GeneralCudaSampleCompilesInOneTranslationUnit) {
+  std::string nv = nvcc();
+  if (nv.empty()) GTEST_SKIP() << "no nvcc";
+  auto tasks = load_task_suite(std::string(KERNELRL_SOURCE_DIR) + "/configs/tasks/general.yaml");
+  // One variant of every general family: each in its own namespace with a renamed entry point.
+  std::string tu = "#include <cuda_runtime.h>\n#include <cmath>\n#include <cstddef>\n#include <cstdint>\n"
+                   "#include <cstring>\n" + kernel_abi_prelude();
+  std::set<std::string> seen;
+  int i = 0;
+  for (const auto& t : tasks) {
+    auto vs = variants_for_task(t, "cuda");
+    ASSERT_FALSE(vs.empty()) << t.name;
+    if (!seen.insert(vs[0].family).second) continue;
+    const auto& v = vs[i % vs.size()];
+    tu += "#define kernelrl_launch kernelrl_launch_" + std::to_string(i) + "\nnamespace v" +
+          std::to_string(i) + " {\n" + v.source + "\n}\n#undef kernelrl_launch\n";
+    ++i;
+  }
+  EXPECT_EQ(seen.size(), 7u);
+  ScratchDir dir;
+  write_text(dir / "general.cu", tu);
+  compile_cuda(nv, dir / "general.cu");
+}
+
+TEST(FamiliesCompile, HostHgemmVariantCompilesAloneWithGxx) {
+  ScratchDir dir;
+  auto vs = hgemm_family_variants("hgemm_host");
+  ASSERT_EQ(vs.size(), 8u);
+  write_text(dir / "h.cpp", vs[3].source);
+  auto r = testing::run_command("g++ -std=c++17 -O1 -fPIC -shared -Wall -Wextra -Werror -o " +
+                                (dir / "h.so").string() + " " + (dir / "h.cpp").string());
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+}
+
+TEST(Families, VariantsCarryInstructionsAndDistinctNames) {
+  std::set<std::string> names;
+  size_t total = 0;
+  for (const auto& f : kernel_families()) {
+    if (f.kind != "hgemm") continue;
+    for (const auto& v : hgemm_family_variants(f.name)) {
+      ++total;
+      names.insert(v.name);
+      EXPECT_NE(v.source.find("kernelrl_launch"), std::string::npos);
+      EXPECT_NE(v.instruction.find(v.layout == "nn" ? "row-major (KxN)" : "column-major"), std::string::npos);
+    }
+  }
+  EXPECT_EQ(names.size(), total);
+  auto mma = hgemm_family_variants("hgemm_mma");
+  EXPECT_GE(mma.size(), 100u);
+  EXPECT_THAT(mma[0].instruction, ::testing::HasSubstr("ldmatrix"));
+  EXPECT_THAT(mma[0].instruction, ::testing::HasSubstr("cp.async"));
+  EXPECT_THAT(mma[0].instruction, ::testing::HasSubstr("XOR-swizzled"));
+  auto tasks = load_task_suite(std::string(KERNELRL_SOURCE_DIR) + "/configs/tasks/general.yaml");
+  auto sample = sample_variants("all", 40, 1, tasks);
+  ASSERT_EQ(sample.size(), 40u);
+  std::set<std::string> fams;
+  for (const auto& v : sample) fams.insert(v.family);
+  EXPECT_EQ(fams.size(), kernel_families().size());
+  auto t = variant_triplet(sample[0]);
+  EXPECT_FALSE(t.instruction.empty() || t.context.empty() || t.code.empty());
+  EXPECT_THROW(sample_variants("hgemm_mma,nope", 3, 1, tasks), UserError);
+}
+
+}  // namespace
+}  // namespace kernelrl
