@@ -39,8 +39,9 @@ class Backend {
   virtual void wait_stream(double timeout_s) = 0;
   // After calling a candidate: a pending launch error becomes LaunchFailure (or Fatal if sticky).
   virtual void check_launch() = 0;
-  // Holds back work on the legacy/per-thread default streams until open (GPU only).
-  virtual void gate_close() {}
+  // Holds back work on the legacy/per-thread default streams until open (GPU only), at most
+  // `max_s` seconds (a candidate whose launch blocks on the gate then finishes, late).
+  virtual void gate_close(double max_s) {}
   virtual void gate_open() {}
   // Device-to-device copy on the candidate's stream (host: memcpy).
   virtual void copy_on_stream(void* dst, const void* src, size_t bytes) = 0;

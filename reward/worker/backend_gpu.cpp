@@ -53,7 +53,7 @@ class GpuBackend final : public Backend {
     *open_ = 1;
     int khz = 0;
     CUDA_CHECK(cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, device));
-    gate_cycles_ = static_cast<long long>(khz) * 1000LL * 120;  // at most ~2 minutes
+    clock_hz_ = static_cast<double>(khz) * 1000.0;
   }
   ~GpuBackend() override {
     *open_ = 1;
@@ -91,10 +91,10 @@ class GpuBackend final : public Backend {
     throw LaunchFailure(std::string("launch failed: ") + cudaGetErrorName(e) + " (" +
                         cudaGetErrorString(e) + ")");
   }
-  void gate_close() override {
+  void gate_close(double max_s) override {
     *open_ = 0;
     std::atomic_thread_fence(std::memory_order_seq_cst);
-    cudaError_t e = launch_gate(open_dev_, gate_cycles_);
+    cudaError_t e = launch_gate(open_dev_, static_cast<long long>(clock_hz_ * max_s));
     if (e != cudaSuccess) {
       *open_ = 1;
       fatal(e, "launching the stream gate");
@@ -152,7 +152,7 @@ class GpuBackend final : public Backend {
   cudaStream_t stream_ = nullptr;
   int* open_ = nullptr;
   int* open_dev_ = nullptr;
-  long long gate_cycles_ = 0;
+  double clock_hz_ = 1e9;
   std::vector<cudaEvent_t> events_;
 };
 

@@ -220,7 +220,7 @@ struct Harness::Impl {
     std::vector<const Guarded*> cins(ins.begin(), ins.end());
     kernelrl_args args = make_args(cins, outs, dims);
     be.sync_device();
-    be.gate_close();
+    be.gate_close(timeout_s);
     try {
       invoke(fn, args);
       be.wait_stream(timeout_s);
@@ -719,6 +719,23 @@ struct Harness::Impl {
     double max_dev = 0;
     std::vector<at::Tensor> prev_out;
     int trials = 0;
+    // Warm-up call (ungated): with lazy module loading the first launch loads the candidate's
+    // kernels, which must not happen while the gate holds the legacy stream.
+    {
+      std::vector<at::Tensor> warm = make_inputs(t, o.seed_base, dev);
+      std::vector<at::Tensor> wref = reference_outputs(t, warm);
+      std::vector<Guarded> gin, gout;
+      for (auto& x : warm) gin.push_back(guarded_copy(x));
+      for (auto& r : wref) gout.push_back(make_guarded(r.sizes(), r.scalar_type()));
+      std::vector<const Guarded*> pin;
+      std::vector<Guarded*> pout;
+      for (auto& g : gin) pin.push_back(&g);
+      for (auto& g : gout) pout.push_back(&g);
+      be.sync_device();
+      invoke(fn, make_args(pin, pout, dims_of(warm)));
+      be.wait_stream(o.timeout_s);
+      be.sync_device();
+    }
     for (int s = 0; s < o.seeds; ++s) {
       std::vector<at::Tensor> inputs = make_inputs(t, o.seed_base + 1000003ull * (s + 1), dev);
       std::vector<at::Tensor> ref = reference_outputs(t, inputs);

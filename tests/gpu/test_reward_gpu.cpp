@@ -125,5 +125,23 @@ TEST(RewardGpu, SameKernelTimedTwiceAgreesWithin2Percent) {
   }
 }
 
+TEST(RewardGpu, GeneralTaskAgainstTheLibTorchReference) {
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA device visible";
+  testing::ScratchDir dir;
+  Evaluator ev(gpu_config(dir), dir / "results.sqlite");
+  TaskSpec t;
+  t.name = "relu_gpu_test";
+  t.kind = "general";
+  t.op = "relu";
+  t.inputs = {{"x", {1 << 22}, "f32", "normal"}};
+  t.outputs = {{"y", {1 << 22}, "f32", "normal"}};
+  t.atol = t.rtol = 1e-5;
+  auto r = ev.evaluate_one(t, fixture("gpu_relu.cu"));
+  print("relu", r);
+  ASSERT_EQ(r.status, EvalStatus::ok) << r.check << ": " << r.reason;
+  EXPECT_EQ(r.reference, "torch");
+  EXPECT_GT(r.t_ref_us, 0);
+}
+
 }  // namespace
 }  // namespace kernelrl

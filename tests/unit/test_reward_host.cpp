@@ -27,7 +27,7 @@ RewardConfig host_config(const testing::ScratchDir& dir) {
   cfg.min_rounds = 3;
   cfg.max_rounds = 5;
   cfg.timing_budget_ms = 5;
-  cfg.call_timeout_s = 1;  // a silent worker is declared hung after 2*1+5 s
+  cfg.call_timeout_s = 0.5;  // a silent worker is declared hung after 2*0.5+5 s
   cfg.compile_jobs = 2;
   cfg.l2 = "hot";
   cfg.alpha = 0.1;
@@ -44,7 +44,8 @@ TEST(RewardHost, CorrectKernelPassesScoresAndIsStored) {
   cfg.l2 = "cold";  // rotation of input sets on the host too
   Evaluator ev(cfg, dir / "results.sqlite");
   auto src = fixture("host_hgemm_ok.cpp");
-  auto r = ev.evaluate_one(host_task(), src);
+  const TaskSpec task = make_hgemm_task(32, 40, 512, "nn");
+  auto r = ev.evaluate_one(task, src);
   ASSERT_EQ(r.status, EvalStatus::ok) << r.check << ": " << r.reason << "\n" << r.compile_log;
   EXPECT_EQ(ev.backend(), "host");
   EXPECT_EQ(r.reference, "torch");
@@ -62,13 +63,13 @@ TEST(RewardHost, CorrectKernelPassesScoresAndIsStored) {
   EXPECT_LE(r.max_abs_dev, r.dev_bound);
   EXPECT_GT(r.metrics.value("input_sets", 0), 1);
   // Stored: the row, the exemplar query and the best kernel.
-  auto ok = ev.store().successful(host_task().name);
+  auto ok = ev.store().successful(task.name);
   ASSERT_EQ(ok.size(), 1u);
   EXPECT_EQ(ok[0].hash, r.hash);
   EXPECT_EQ(ok[0].source, src);
-  ASSERT_TRUE(ev.store().best(host_task().name).has_value());
+  ASSERT_TRUE(ev.store().best(task.name).has_value());
   // The same source again hits the compile cache.
-  auto again = ev.evaluate_one(host_task(), src);
+  auto again = ev.evaluate_one(task, src);
   EXPECT_TRUE(again.compile_cached);
   EXPECT_EQ(again.status, EvalStatus::ok) << again.reason;
   EXPECT_EQ(ev.store().count_results(), 2);
