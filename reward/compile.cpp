@@ -201,11 +201,13 @@ std::vector<CompileOutcome> CompilePool::compile_all(
       }
       if (on_done) {
         on_done(i, out[i]);
-        for (size_t d : dups[i]) {
-          CompileOutcome copy = out[i];
-          copy.cached = true;
-          on_done(d, copy);
-        }
+        auto it = dups.find(i);  // read-only: threads share the map
+        if (it != dups.end())
+          for (size_t d : it->second) {
+            CompileOutcome copy = out[i];
+            copy.cached = true;
+            on_done(d, copy);
+          }
       }
     }
   };
