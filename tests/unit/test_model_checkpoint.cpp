@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "common/error.h"
+#include "data/tokenizer.h"
 #include "model/checkpoint.h"
 #include "test_util.h"
 
@@ -282,4 +283,31 @@ TEST(HfParity, ImportAndExportMatchTransformersOnCpu) {
   auto checked = kernelrl::testing::run_command(py + " " + script + " check" + check_dirs + " --atol 1e-4");
   std::cout << checked.output;
   EXPECT_EQ(checked.exit_code, 0) << checked.output;
+}
+
+// `kernelrl sample --checkpoint DIR --prompt ... -n 2` prints completions from a checkpoint that
+// carries its tokenizer (runs the binary when it has been built next to the tests).
+TEST(SampleCli, PrintsCompletionsFromACheckpoint) {
+  if (!fs::exists(KERNELRL_BIN)) GTEST_SKIP() << "kernelrl binary not built";
+  ScratchDir dir;
+  {
+    std::ofstream corpus(dir / "corpus.txt");
+    for (int i = 0; i < 200; ++i) corpus << "__global__ void k" << i << "(float* x) { x[0] = " << i << "; }\n";
+  }
+  TokenizerTrainOptions to;
+  to.vocab_size = 400;
+  auto tok = Tokenizer::train(dir / "corpus.txt", dir / "tok.model", to);
+  ModelShape s = preset_shape("tiny", tok.vocab_size());
+  auto model = make_model(s, torch::kCPU, torch::kFloat32, 8);
+  save_checkpoint(dir / "ckpt", model, s, dir / "tok.model", {{"step", 0}});
+  auto r = kernelrl::testing::run_kernelrl("sample --checkpoint " + (dir / "ckpt").string() +
+                                           " --prompt '__global__ void' -n 2 --max-new-tokens 8 --device cpu");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("--- completion 1: "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("--- completion 2:"), std::string::npos) << r.output;
+  auto no_prompt = kernelrl::testing::run_kernelrl("sample --checkpoint " + (dir / "ckpt").string());
+  EXPECT_EQ(no_prompt.exit_code, 2) << no_prompt.output;
+  auto run_dir = kernelrl::testing::run_kernelrl("sample --run-dir " + dir.path().string());
+  EXPECT_EQ(run_dir.exit_code, 2) << run_dir.output;
+  EXPECT_NE(run_dir.output.find("not built yet"), std::string::npos) << run_dir.output;
 }
