@@ -4,6 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "common/fs.h"
 #include "common/metrics.h"
 #include "data/triplet.h"
 #include "test_util.h"

@@ -1,0 +1,50 @@
+// Sweeps: a grid over any config keys of a job, one run directory per point, run one after
+// another or one per GPU (as child `kernelrl train` processes, so one failing point does not
+// stop the others), then a summary table (CSV + markdown) of each run's final metrics.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "common/config.h"
+
+namespace kernelrl {
+
+struct SweepConfig {
+  std::string base;                    // job YAML, relative to the sweep file
+  std::vector<std::string> overrides;  // key.path=value applied to every point
+  YAML::Node grid;                     // key.path -> list of values; the grid is their product
+  std::string dir = "runs/sweep";      // points go to <dir>/<point name>
+  std::string parallel = "sequential"; // sequential | per-gpu
+  std::vector<std::string> metrics = {"reward_mean", "correct_rate", "best_speedup", "eval_loss"};
+
+  void visit(cfg::Visitor& v) {
+    v.field("base", base, "job YAML (relative to this file)");
+    v.field("overrides", overrides, "key.path=value for every point");
+    v.field("grid", grid, "key.path: [values...]; the sweep is their product");
+    v.field("dir", dir, "parent of the points' run directories");
+    v.field("parallel", parallel, "sequential | per-gpu", {"sequential", "per-gpu"});
+    v.field("metrics", metrics, "final metrics in the summary (per stage)");
+  }
+};
+
+struct SweepPoint {
+  std::string name;                    // e.g. "reward.alpha=0.1,reward.beta=0"
+  std::vector<std::string> overrides;  // the grid's key=value pairs of this point
+};
+
+// Loads and checks a sweep file (base exists, grid is key -> non-empty list of scalars).
+SweepConfig load_sweep(const std::filesystem::path& path, const std::vector<std::string>& overrides,
+                       std::filesystem::path* base_path);
+
+// The grid's points in row-major order of the keys as written.
+std::vector<SweepPoint> sweep_points(const SweepConfig& sweep);
+
+// Runs every point (`kernelrl_bin train base overrides... --run-dir dir/i_name`), resuming
+// points that already finished or started when `resume`; writes dir/summary.csv and
+// dir/summary.md. Returns the number of failed points.
+int run_sweep(const SweepConfig& sweep, const std::filesystem::path& base_path,
+              const std::string& kernelrl_bin, bool resume);
+
+}  // namespace kernelrl
