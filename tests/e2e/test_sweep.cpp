@@ -26,7 +26,7 @@ TEST(Sweep, GridOfPretrainRunsWithSummary) {
   write_triplets(dir / "c.jsonl", docs);
   write_text(dir / "job.yaml",
              "run: {device: cpu}\nmodel: {preset: tiny}\n"
-             "data: {corpus: [" + (dir / "c.jsonl").string() + "], tokenizer_vocab_size: 300}\n"
+             "data: {corpus: [" + (dir / "c.jsonl").string() + "], tokenizer_vocab_size: 400}\n"
              "trainer: {stages: [{name: pre, kind: pretrain, steps: 2, batch_size: 2, seq_len: 32,\n"
              "  eval_every: 0, optimizer: {warmup_steps: 1}}]}\n");
   write_text(dir / "sweep.yaml", "base: job.yaml\ngrid:\n  trainer.stages.0.optimizer.lr: [1.0e-3, 3.0e-3]\n"
