@@ -1,10 +1,16 @@
 // `kernelrl data build|stats|synth`: the triplet corpus and the kernel families.
+#include <algorithm>
+#include <filesystem>
 #include <iostream>
+#include <set>
+
+#include <nlohmann/json.hpp>
 #include <map>
 
 #include "cli/commands.h"
 #include "common/config.h"
 #include "common/error.h"
+#include "common/fs.h"
 #include "data/corpus_builder.h"
 #include "data/data_config.h"
 #include "data/families.h"
@@ -12,12 +18,54 @@
 
 namespace kernelrl::cli {
 
+namespace {
+
+// Sources of the variants (each once) and a manifest a standalone checker can drive them with.
+void emit_sources(const std::filesystem::path& dir, const std::vector<KernelVariant>& vs,
+                  const std::string& suite) {
+  const std::vector<TaskSpec> gpu_tasks = load_task_suite(suite, "gpu");
+  std::filesystem::create_directories(dir);
+  std::vector<TaskSpec> host_tasks;
+  std::set<std::string> done;
+  std::string manifest;
+  for (const auto& v : vs) {
+    if (!done.insert(v.name).second) continue;
+    std::string file = v.name + (v.backend == "cuda" ? ".cu" : ".cpp");
+    atomic_write(dir / file, v.source);
+    nlohmann::json j = {{"name", v.name},     {"family", v.family}, {"backend", v.backend},
+                        {"op", v.op},         {"layout", v.layout}, {"acc", v.acc},
+                        {"file", file}};
+    if (v.op != "hgemm") {
+      if (host_tasks.empty() && v.backend == "host") host_tasks = load_task_suite(suite, "host");
+      const auto& tasks = v.backend == "host" ? host_tasks : gpu_tasks;
+      for (const auto& t : tasks) {
+        if (t.op != v.op ||
+            !std::equal(v.op_params.begin(), v.op_params.end(), t.params.begin(),
+                        t.params.begin() + std::min(t.params.size(), v.op_params.size())))
+          continue;
+        nlohmann::json ins = nlohmann::json::array(), outs = nlohmann::json::array();
+        for (const auto& x : t.inputs) ins.push_back({{"name", x.name}, {"shape", x.shape}, {"dtype", x.dtype}});
+        for (const auto& x : t.outputs) outs.push_back({{"name", x.name}, {"shape", x.shape}, {"dtype", x.dtype}});
+        j["task"] = {{"name", t.name}, {"inputs", ins},     {"outputs", outs},
+                     {"params", t.params}, {"dims", general_task_dims(t)},
+                     {"atol", t.atol}, {"rtol", t.rtol}};
+        break;
+      }
+    }
+    manifest += j.dump() + "\n";
+  }
+  atomic_write(dir / "manifest.jsonl", manifest);
+  std::cout << "wrote " << done.size() << " sources and manifest.jsonl to " << dir.string() << "\n";
+}
+
+}  // namespace
+
 void register_data(CLI::App& app) {
   auto* sub = app.add_subcommand("data", "Build and inspect training data");
   sub->require_subcommand(1);
   struct Opts {
     std::vector<std::string> from, docs, set;
-    std::string out, input, families = "all", config, tasks = "configs/tasks/general.yaml";
+    std::string out, input, families = "all", config, tasks = "configs/tasks/general.yaml", emit_dir;
     int64_t n = 100, seed = 0;
     double threshold = 0.8;
   };
@@ -53,6 +101,9 @@ void register_data(CLI::App& app) {
   synth->add_option("--out", o->out, "output JSONL")->required();
   synth->add_option("--tasks", o->tasks, "general task suite whose ops and params the general families use");
   synth->add_option("--seed", o->seed, "sampling seed")->check(CLI::NonNegativeNumber);
+  synth->add_option("--emit-dir", o->emit_dir,
+                    "also write each distinct variant's source there, plus manifest.jsonl (variant, "
+                    "file and, for general variants, the task: shapes, dims, tolerances)");
   synth->callback([o] {
     std::vector<TaskSpec> tasks = load_task_suite(o->tasks);
     std::vector<KernelVariant> vs = sample_variants(o->families, o->n, static_cast<uint64_t>(o->seed), tasks);
@@ -65,6 +116,7 @@ void register_data(CLI::App& app) {
       if (k > 0) ts.back().id += "#" + std::to_string(k);
     }
     write_triplets(o->out, ts);
+    if (!o->emit_dir.empty()) emit_sources(o->emit_dir, vs, o->tasks);
     std::map<std::string, int64_t> fam;
     for (const auto& v : vs) ++fam[v.family];
     std::cout << "wrote " << ts.size() << " triplets to " << o->out << ":";

@@ -247,12 +247,17 @@ constexpr int GROUP_M = $GROUP$;                // block-row group of the groupe
 constexpr int VEC = $VEC$;                      // halves per cp.async (8: 16 bytes, 4: 8 bytes)
 constexpr bool B_COL_MAJOR = $TN_LAYOUT$;       // layout tn: B(k, n) at B[n * K + k]
 constexpr bool ACC_F16 = $ACC16$;               // fp16 accumulators (mma .f16.f16.f16.f16)
+constexpr bool EPI_SMEM = $EPI$;                // stage C through shared memory: 16-byte stores
+constexpr int MIN_BLOCKS = $MINB$;              // __launch_bounds__ blocks per SM (caps registers)
 constexpr int WARPS_M = BM / WM, WARPS_N = BN / WN;
 constexpr int THREADS = 32 * WARPS_M * WARPS_N;
 constexpr int MI = WM / 16, NI = WN / 8, KI = BK / 16;  // mma tiles per warp and per k-tile
 constexpr int A_TILE = BM * BK, B_TILE = BK * BN;       // halves
 constexpr int STAGE_HALVES = A_TILE + B_TILE;
-constexpr size_t SMEM_BYTES = size_t(STAGES) * STAGE_HALVES * sizeof(__half);
+constexpr int LDC = BN + 8;                             // staged C row, padded: no bank conflicts
+constexpr int SMEM_HALVES = STAGES * STAGE_HALVES > (EPI_SMEM ? BM * LDC : 0)
+                                ? STAGES * STAGE_HALVES : BM * LDC;
+constexpr size_t SMEM_BYTES = size_t(SMEM_HALVES) * sizeof(__half);
 static_assert(NI % 2 == 0, "ldmatrix.x4 loads B for two n8 tiles");
 static_assert((A_TILE / VEC) % THREADS == 0 && (B_TILE / VEC) % THREADS == 0, "load split");
 static_assert(STAGES >= 2, "pipeline");
@@ -331,7 +336,7 @@ __device__ __forceinline__ void load_tile(__half* sA, __half* sB, const __half* 
   }
 }
 
-__global__ void __launch_bounds__(THREADS) hgemm_mma_kernel(
+__global__ void __launch_bounds__(THREADS, MIN_BLOCKS) hgemm_mma_kernel(
     const __half* __restrict__ A, const __half* __restrict__ B, __half* __restrict__ C,
     float* __restrict__ ws, int M, int N, int K, int split_k) {
   extern __shared__ __align__(128) unsigned char smem_raw[];
@@ -422,6 +427,36 @@ __global__ void __launch_bounds__(THREADS) hgemm_mma_kernel(
 
   // Epilogue: thread (g = lane/4, t = lane%4) holds rows g and g+8, columns 2t and 2t+1 of each
   // 16x8 tile.
+  if (EPI_SMEM && split_k == 1) {
+    // Through shared memory (the pipeline buffers, now idle): then 16-byte coalesced stores.
+    __syncthreads();
+    __half* sC = smem;
+#pragma unroll
+    for (int i = 0; i < MI; ++i)
+#pragma unroll
+      for (int j = 0; j < NI; ++j) {
+        const int r = warp_m * WM + i * 16 + (lane >> 2);
+        const int c = warp_n * WN + j * 8 + (lane & 3) * 2;
+        __half2 lo, hi;
+        if constexpr (ACC_F16) {
+          lo = *reinterpret_cast<const __half2*>(&hacc[i][j][0]);
+          hi = *reinterpret_cast<const __half2*>(&hacc[i][j][1]);
+        } else {
+          lo = __floats2half2_rn(acc[i][j][0], acc[i][j][1]);
+          hi = __floats2half2_rn(acc[i][j][2], acc[i][j][3]);
+        }
+        *reinterpret_cast<__half2*>(&sC[r * LDC + c]) = lo;
+        *reinterpret_cast<__half2*>(&sC[(r + 8) * LDC + c]) = hi;
+      }
+    __syncthreads();
+    for (int e = tid; e < BM * BN / 8; e += THREADS) {
+      const int r = e / (BN / 8), c = (e % (BN / 8)) * 8;
+      if (m0 + r < M && n0 + c < N)
+        *reinterpret_cast<uint4*>(C + (size_t)(m0 + r) * N + n0 + c) =
+            *reinterpret_cast<const uint4*>(&sC[r * LDC + c]);
+    }
+    return;
+  }
 #pragma unroll
   for (int i = 0; i < MI; ++i)
 #pragma unroll
@@ -669,6 +704,7 @@ void finish_mma(KernelVariant& v) {
   s << "block tile " << p("BM") << "x" << p("BN") << "x" << p("BK") << ", warp tile " << p("WM")
     << "x" << p("WN") << ", " << p("STAGES") << " stages, split-K " << p("SPLITK")
     << ", block-swizzle group " << p("GROUP") << ", " << p("VEC") * 2 << "-byte cp.async, "
+    << (p("EPI") ? "shared-memory epilogue, " : "") << "min blocks/SM " << p("MINB") << ", "
     << layout_word(v.layout) << ", " << v.acc << " accumulation";
   v.source = fill(kMmaTemplate, common_keys(v, s.str()));
   int warps = static_cast<int>((p("BM") / p("WM")) * (p("BN") / p("WN")));
@@ -687,6 +723,12 @@ void finish_mma(KernelVariant& v) {
     ins << "; split-K into " << p("SPLITK")
         << " slices accumulated in fp32 in the workspace with atomics, then converted to fp16 "
            "(falling back to one slice when M*N*4 bytes exceed the workspace)";
+  if (p("EPI"))
+    ins << "; the epilogue stages C through the idle pipeline shared memory (rows padded by 8 "
+           "halves) and writes it with 16-byte coalesced stores";
+  if (p("MINB") > 1)
+    ins << "; __launch_bounds__(" << 32 * warps << ", " << p("MINB") << ") so " << p("MINB")
+        << " blocks fit per SM";
   ins << ". Opt in to the dynamic shared memory it needs ("
       << p("STAGES") * (p("BM") * p("BK") + p("BK") * p("BN")) * 2 / 1024 << " KiB).";
   v.instruction = ins.str();
@@ -739,16 +781,23 @@ std::vector<KernelVariant> hgemm_family_variants(const std::string& family) {
         for (auto& t : tiles)
           for (int split : {1, 2, 4})
             for (int group : {1, 8, 16})
-              for (int vec : {8, 4}) {
-                if (vec == 4 && (split != 1 || group != 8)) continue;  // keep the grid moderate
-                if (split > 1 && t[0] * t[1] > 128 * 128) continue;    // split-K is for small C
-                auto v = make(family, "cuda", layout, acc,
-                              {{"BM", t[0]}, {"BN", t[1]}, {"BK", t[2]}, {"WM", t[3]},
-                               {"WN", t[4]}, {"STAGES", t[5]}, {"SPLITK", split},
-                               {"GROUP", group}, {"VEC", vec}});
-                finish_mma(v);
-                out.push_back(v);
-              }
+              for (int vec : {8, 4})
+                for (int epi : {0, 1})
+                  for (int minb : {1, 3}) {
+                    const int warps = (t[0] / t[3]) * (t[1] / t[4]);
+                    // Keep the grid moderate: the extra knobs on the default raster only.
+                    if (vec == 4 && (split != 1 || group != 8 || epi || minb > 1)) continue;
+                    if ((epi || minb > 1) && (split != 1 || group != 8)) continue;
+                    if (minb > 1 && warps != 4) continue;  // 3 x 4 warps: <= 170 registers
+                    if (split > 1 && t[0] * t[1] > 128 * 128) continue;  // split-K: small C
+                    auto v = make(family, "cuda", layout, acc,
+                                  {{"BM", t[0]}, {"BN", t[1]}, {"BK", t[2]}, {"WM", t[3]},
+                                   {"WN", t[4]}, {"STAGES", t[5]}, {"SPLITK", split},
+                                   {"GROUP", group}, {"VEC", vec}, {"EPI", epi},
+                                   {"MINB", minb}});
+                    finish_mma(v);
+                    out.push_back(v);
+                  }
       } else if (family == "hgemm_host") {
         for (int tile : {32, 64}) {
           auto v = make(family, "host", layout, acc, {{"TILE", tile}});
