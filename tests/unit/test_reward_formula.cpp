@@ -5,6 +5,7 @@
 
 #include "common/error.h"
 #include "reward/eval_result.h"
+#include "reward/evaluator.h"
 #include "reward/reward_formula.h"
 
 namespace kernelrl {
@@ -81,6 +82,16 @@ TEST(RewardFormula, ResultJsonRoundTrip) {
   EXPECT_EQ(back.metrics["x"], 1);
   for (int s = 0; s <= static_cast<int>(EvalStatus::internal_error); ++s)
     EXPECT_EQ(status_from_name(status_name(static_cast<EvalStatus>(s))), static_cast<EvalStatus>(s));
+}
+
+TEST(RewardBaselines, ReportNamesMapToMeasuredOnes) {
+  using V = std::vector<std::string>;
+  EXPECT_EQ(raw_baselines_for("cublas-max", "nn"), (V{"cublas-nn", "cublas-tn"}));
+  EXPECT_EQ(raw_baselines_for("lt-auto", "tn"), (V{"lt-auto-tn"}));
+  EXPECT_EQ(raw_baselines_for("lt-heuristic-max", "nn"), (V{"lt-heuristic-nn", "lt-heuristic-tn"}));
+  EXPECT_EQ(raw_baselines_for("torch", "tn"), (V{"torch"}));
+  EXPECT_THROW(raw_baselines_for("mkl", "nn"), ConfigError);
+  EXPECT_EQ(report_baseline_names().size(), 8u);
 }
 
 }  // namespace

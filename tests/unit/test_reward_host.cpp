@@ -68,6 +68,10 @@ TEST(RewardHost, CorrectKernelPassesScoresAndIsStored) {
   EXPECT_EQ(ok[0].hash, r.hash);
   EXPECT_EQ(ok[0].source, src);
   ASSERT_TRUE(ev.store().best(task.name).has_value());
+  // The reference baseline is cached per (GPU, driver, shape, layout, mode).
+  auto cached = ev.store().baselines({"host", "host", 32, 40, 512, "nn", "offline/cold"});
+  ASSERT_TRUE(cached.count("torch"));
+  EXPECT_GT(cached["torch"].stats.median_us, 0);
   // The same source again hits the compile cache.
   auto again = ev.evaluate_one(task, src);
   EXPECT_TRUE(again.compile_cached);
