@@ -246,8 +246,6 @@ std::filesystem::path run_grpo_stage(StageContext& ctx) {
   const int64_t B = std::min<int64_t>(ro.prompts_per_step, static_cast<int64_t>(tasks.size()));
   const int64_t G = ro.group_size;
   const int64_t micro = stage.batch_size;
-  const char* crash_env = std::getenv("KERNELRL_DEBUG_CRASH_AFTER_STEP");  // test hook
-  const int64_t crash_after = crash_env ? std::atoll(crash_env) : -1;
   fs::path last_checkpoint = resume_dir ? *resume_dir : fs::path();
   Progress progress(stage.kind + " " + stage.name, stage.steps);
 
@@ -426,7 +424,7 @@ std::filesystem::path run_grpo_stage(StageContext& ctx) {
                                               shape, tokenizer_path, *optimizer, state,
                                               job.trainer.keep_checkpoints);
     }
-    if (state.step == crash_after) std::_Exit(137);
+    crash_here_if_asked(stage.name, state.step);
   }
   progress.finish();
   return last_checkpoint;

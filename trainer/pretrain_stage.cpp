@@ -192,8 +192,6 @@ fs::path run_pretrain_stage(StageContext& ctx) {
   // ---- loop -----------------------------------------------------------------------------
   SequenceOrder order(train.size(), static_cast<uint64_t>(job.run.seed));
   const int64_t rows_per_step = stage.batch_size * stage.grad_accum;
-  const char* crash_env = std::getenv("KERNELRL_DEBUG_CRASH_AFTER_STEP");  // test hook: emulate a kill
-  const int64_t crash_after = crash_env ? std::atoll(crash_env) : -1;
   auto evaluate = [&]() -> double {
     if (heldout.size() == 0) return NAN;
     torch::NoGradGuard ng;
@@ -268,7 +266,7 @@ fs::path run_pretrain_stage(StageContext& ctx) {
       last_checkpoint = save_stage_checkpoint(ctx.run_dir.checkpoints_dir(), stage.name, model,
                                               shape, tokenizer_path, *optimizer, state,
                                               job.trainer.keep_checkpoints);
-    if (state.step == crash_after) std::_Exit(137);
+    crash_here_if_asked(stage.name, state.step);
   }
   progress.finish();
   return last_checkpoint;

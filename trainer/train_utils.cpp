@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cmath>
 #include <regex>
 
@@ -156,6 +157,11 @@ TrainState load_train_state(const fs::path& dir, torch::optim::Optimizer& optimi
   }
   if (j.contains("rng")) set_rng_state(j["rng"]);
   return s;
+}
+
+void crash_here_if_asked(const std::string& stage, int64_t step) {
+  static const char* at = std::getenv("KERNELRL_DEBUG_CRASH_AT");
+  if (at && std::string(at) == stage + ":" + std::to_string(step)) std::_Exit(137);
 }
 
 nlohmann::json rng_state() {

@@ -73,6 +73,10 @@ std::optional<std::filesystem::path> latest_stage_checkpoint(
 // Loads optimizer.pt and trainer_state.json from a stage checkpoint directory.
 TrainState load_train_state(const std::filesystem::path& dir, torch::optim::Optimizer& optimizer);
 
+// Test hook emulating a kill: exits the process with 137 right after `stage` finished `step`
+// when KERNELRL_DEBUG_CRASH_AT is "<stage>:<step>". Used by the resume tests.
+void crash_here_if_asked(const std::string& stage, int64_t step);
+
 // Saves / restores the global CPU (and CUDA, when present) RNG states as bytes in JSON.
 nlohmann::json rng_state();
 void set_rng_state(const nlohmann::json& j);

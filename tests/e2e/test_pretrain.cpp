@@ -75,7 +75,7 @@ TEST(PretrainStage, TrainsEvaluatesCheckpointsAndResumesExactly) {
   EXPECT_TRUE(fs::exists(dir / "a/config.yaml"));
 
   // Killed right after step 5 (newest checkpoint: step 3), then resumed.
-  auto crashed = run_command("KERNELRL_DEBUG_CRASH_AFTER_STEP=5 " + std::string(KERNELRL_BIN) +
+  auto crashed = run_command("KERNELRL_DEBUG_CRASH_AT=pre:5 " + std::string(KERNELRL_BIN) +
                              " train " + (dir / "job.yaml").string() + " --run-dir " +
                              (dir / "b").string());
   ASSERT_NE(crashed.exit_code, 0);
