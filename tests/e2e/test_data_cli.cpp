@@ -56,7 +56,7 @@ TEST(DataCli, BadInputExitsTwoWithOneLine) {
   r = run_command(kBin + " data stats " + (dir / "bad.jsonl").string());
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.output, HasSubstr("bad.jsonl:1:"));
-  r = run_command(kBin + " data build --from " + (dir).string() + " --out " + (dir / "c.jsonl").string() +
+  r = run_command(kBin + " data build --from " + dir.path().string() + " --out " + (dir / "c.jsonl").string() +
                   " --set min_chars=abc");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.output, HasSubstr("min_chars"));
