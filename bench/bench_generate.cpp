@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   CLI::App app{"Generation throughput of the KV-cache sampler"};
   int64_t batch = 64, prompt = 512, new_tokens = 512, vocab = 32000, repeats = 2, sync = 16;
   std::string preset = "base", device_name = "auto";
+  int cuda_graph = 1;
   app.add_option("--batch", batch);
   app.add_option("--prompt", prompt);
   app.add_option("--new", new_tokens);
@@ -26,6 +27,7 @@ int main(int argc, char** argv) {
   app.add_option("--repeats", repeats);
   app.add_option("--sync-interval", sync);
   app.add_option("--device", device_name);
+  app.add_option("--cuda-graph", cuda_graph, "1: decode step as a CUDA graph replay; 0: eager");
   CLI11_PARSE(app, argc, argv);
 
   const torch::Device device = resolve_device(device_name);
@@ -44,6 +46,7 @@ int main(int argc, char** argv) {
   o.max_new_tokens = new_tokens;
   o.temperature = 1.0;
   o.sync_interval = sync;
+  o.cuda_graph = cuda_graph != 0;
   o.eos_ids = {-1};  // no EOS: every row decodes the full budget, as HF with min_new_tokens
   // Warm-up: kernels, allocator, cuBLAS handles.
   {
@@ -57,9 +60,9 @@ int main(int argc, char** argv) {
     o.seed = static_cast<uint64_t>(r);
     if (device.is_cuda()) torch::cuda::synchronize();
     GenerationResult res = generate(model, prompts, o);  // ends with a host copy: synced
-    std::printf("{\"impl\": \"kernelrl\", \"preset\": \"%s\", \"batch\": %lld, \"prompt\": %lld, "
+    std::printf("{\"impl\": \"kernelrl\", \"cuda_graph\": %d, \"preset\": \"%s\", \"batch\": %lld, \"prompt\": %lld, "
                 "\"new\": %lld, \"generated\": %lld, \"seconds\": %.3f, \"tokens_per_s\": %.0f}\n",
-                preset.c_str(), (long long)batch, (long long)prompt, (long long)new_tokens,
+                cuda_graph, preset.c_str(), (long long)batch, (long long)prompt, (long long)new_tokens,
                 (long long)res.generated_tokens, res.seconds, res.generated_tokens / res.seconds);
     std::fflush(stdout);
   }

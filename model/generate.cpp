@@ -10,6 +10,13 @@
 #include "common/error.h"
 #include "data/tokenizer.h"
 
+#ifdef KERNELRL_HAVE_CUDA
+#include <ATen/cuda/CUDAEvent.h>
+#include <ATen/cuda/CUDAGraph.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#endif
+
 namespace kernelrl {
 
 torch::Tensor filter_logits(const torch::Tensor& logits, double temperature, int64_t top_k,
@@ -67,6 +74,72 @@ int64_t stop_prefix(const Tokenizer& tok, const std::vector<int64_t>& ids, int64
     if (contains(n)) return n;
   return len;
 }
+
+// Runs decode steps eagerly, or on CUDA as replays of one captured graph per batch size. The
+// graph reads tokens/positions/slot from static input buffers and leaves logits in a static
+// output buffer (valid until the next replay; the sampler consumes it first, in stream order).
+class DecodeRunner {
+ public:
+  DecodeRunner(LlamaModel& model, bool use_graph) : model_(model) {
+#ifdef KERNELRL_HAVE_CUDA
+    use_graph_ = use_graph && model->device().is_cuda();
+#else
+    (void)use_graph;
+#endif
+  }
+
+  torch::Tensor step(const torch::Tensor& tokens, const torch::Tensor& positions, KVCache& cache) {
+#ifdef KERNELRL_HAVE_CUDA
+    if (use_graph_) {
+      TORCH_CHECK(cache.length < cache.capacity(), "KV cache full (", cache.capacity(), " slots)");
+      if (!graph_ || batch_ != tokens.size(0)) capture(tokens, positions, cache);
+      tok_in_.copy_(tokens);
+      pos_in_.copy_(positions);
+      slot_in_.fill_(cache.length);
+      graph_->replay();
+      cache.length += 1;
+      return logits_out_;
+    }
+#endif
+    return model_->decode_step(tokens, positions, cache);
+  }
+
+ private:
+#ifdef KERNELRL_HAVE_CUDA
+  void capture(const torch::Tensor& tokens, const torch::Tensor& positions, KVCache& cache) {
+    auto current = c10::cuda::getCurrentCUDAStream();
+    current.synchronize();  // the old graph's buffers are idle before it is freed (rare: compaction)
+    graph_.reset();
+    batch_ = tokens.size(0);
+    tok_in_ = tokens.clone();
+    pos_in_ = positions.clone();
+    slot_in_ = torch::full({1}, cache.length, tokens.options());
+    // Capture on a side stream (required), after everything queued so far on the current one.
+    auto side = c10::cuda::getStreamFromPool();
+    at::cuda::CUDAEvent ready;
+    ready.record(current);
+    ready.block(side);
+    {
+      c10::cuda::CUDAStreamGuard guard(side);
+      // Warm-up outside the capture (lazy cuBLAS/SDPA state); it writes the same K/V into the
+      // same slot as the replay that follows, so it is idempotent.
+      model_->decode_step_static(tok_in_, pos_in_, slot_in_, cache);
+      graph_ = std::make_unique<at::cuda::CUDAGraph>();
+      graph_->capture_begin();
+      logits_out_ = model_->decode_step_static(tok_in_, pos_in_, slot_in_, cache);
+      graph_->capture_end();
+    }
+    at::cuda::CUDAEvent done;
+    done.record(side);
+    done.block(current);
+  }
+  bool use_graph_ = false;
+  int64_t batch_ = -1;
+  std::unique_ptr<at::cuda::CUDAGraph> graph_;
+  torch::Tensor tok_in_, pos_in_, slot_in_, logits_out_;
+#endif
+  LlamaModel& model_;
+};
 
 }  // namespace
 
@@ -133,6 +206,7 @@ GenerationResult generate(LlamaModel& model, const std::vector<std::vector<int64
   auto uniforms = host_u.to(dev);
 
   KVCache cache = model->new_cache(N, P + T);
+  DecodeRunner runner(model, o.cuda_graph);
   auto logits = model->prefill(tokens, mask, cache);  // [N, V]
   auto positions = mask.sum(1).to(torch::kInt64);    // next position = real tokens so far
 
@@ -206,7 +280,7 @@ GenerationResult generate(LlamaModel& model, const std::vector<std::vector<int64
         row_ids = row_ids.index_select(0, keep);
       }
     }
-    logits = model->decode_step(tok, positions, cache);
+    logits = runner.step(tok, positions, cache);
     positions = positions + 1;
   }
 

@@ -5,7 +5,8 @@
 // Group bookkeeping, prompts and rewards are rollout/'s; this file only samples.
 //
 // Host syncs: one per `sync_interval` decode steps (is everything finished? stop strings?
-// compaction), none per token otherwise.
+// compaction), none per token otherwise. On CUDA the decode step (all layers) is one CUDA graph
+// replay, so the per-token CPU cost is the graph launch plus a few sampling kernels.
 //
 // Randomness: uniforms u[t, row] for every step and prompt row are drawn up front on the CPU,
 // row i from a generator seeded with splitmix64(seed, i); the token is the inverse CDF of the
@@ -34,6 +35,9 @@ struct GenerateOptions {
   int64_t pad_id = -1;                    // left-padding and filler id; -1: tokenizer's pad, else 0
   int64_t sync_interval = 16;             // decode steps between host checks
   bool compact = true;                    // drop finished rows from the batch at host checks
+  // On CUDA: replay the model's decode step as a CUDA graph (static shapes, attends over the
+  // whole cache capacity; re-captured when compaction changes the batch). Off: eager steps.
+  bool cuda_graph = true;
 };
 
 struct GenerationResult {

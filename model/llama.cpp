@@ -207,6 +207,24 @@ torch::Tensor AttentionImpl::decode(const torch::Tensor& x, const torch::Tensor&
   return o_proj(out.reshape({B, 1, n_heads * head_dim}));
 }
 
+torch::Tensor AttentionImpl::decode_static(const torch::Tensor& x, const torch::Tensor& cos,
+                                           const torch::Tensor& sin, KVCache& cache, int64_t layer,
+                                           const torch::Tensor& slot, const torch::Tensor& bias) {
+  const int64_t B = x.size(0);
+  const int64_t groups = n_heads / n_kv_heads;
+  auto q = q_proj(x).view({B, 1, n_heads, head_dim}).transpose(1, 2);
+  auto k = k_proj(x).view({B, 1, n_kv_heads, head_dim}).transpose(1, 2);
+  auto v = v_proj(x).view({B, 1, n_kv_heads, head_dim}).transpose(1, 2);
+  const auto c = cos.unsqueeze(1), s = sin.unsqueeze(1);
+  q = apply_rope(q, c, s);
+  k = apply_rope(k, c, s);
+  cache.k[layer].index_copy_(2, slot, k);
+  cache.v[layer].index_copy_(2, slot, v);
+  auto qg = q.reshape({B, n_kv_heads, groups, head_dim});
+  auto out = at::scaled_dot_product_attention(qg, cache.k[layer], cache.v[layer], bias);
+  return o_proj(out.reshape({B, 1, n_heads * head_dim}));
+}
+
 MLPImpl::MLPImpl(const ModelShape& s) {
   gate_proj = register_module("gate_proj", linear(s.d_model, s.d_ff));
   up_proj = register_module("up_proj", linear(s.d_model, s.d_ff));
@@ -244,7 +262,7 @@ struct CheckpointedLayer : public torch::autograd::Function<CheckpointedLayer> {
     ctx->save_for_backward({x, cos, sin, mask});
     ctx->saved_data["layer"] = layer_address;
     auto* layer = reinterpret_cast<DecoderLayerImpl*>(layer_address);
-    return layer->forward(x, AttentionInputs{cos, sin, mask});
+    return layer->forward(x, AttentionInputs{cos, sin, mask.numel() ? mask : torch::Tensor()});
   }
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grad_out) {
@@ -254,7 +272,8 @@ struct CheckpointedLayer : public torch::autograd::Function<CheckpointedLayer> {
     torch::Tensor y;
     {
       torch::AutoGradMode enable(true);
-      y = layer->forward(x, AttentionInputs{saved[1], saved[2], saved[3]});
+      y = layer->forward(x, AttentionInputs{saved[1], saved[2],
+                                            saved[3].numel() ? saved[3] : torch::Tensor()});
     }
     torch::autograd::backward({y}, {grad_out[0]});
     return {x.grad(), torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
@@ -282,7 +301,8 @@ torch::Device LlamaModelImpl::device() const { return embed_tokens->weight.devic
 torch::Dtype LlamaModelImpl::dtype() const { return embed_tokens->weight.scalar_type(); }
 
 std::pair<torch::Tensor, torch::Tensor> LlamaModelImpl::rotary(const torch::Tensor& positions) const {
-  auto inv = inv_freq_.to(positions.device());
+  if (inv_freq_.device() != positions.device()) inv_freq_ = inv_freq_.to(positions.device());
+  const auto& inv = inv_freq_;
   // angle[b, t, i] = pos[b, t] · inv_freq[i]; emb = cat(angle, angle) so rotate_half pairs
   // dimension i with i + d/2 (HF's convention, not the interleaved one of the original paper).
   auto angle = positions.to(torch::kFloat32).unsqueeze(-1) * inv;
@@ -295,7 +315,9 @@ torch::Tensor LlamaModelImpl::run_layers(torch::Tensor x, const AttentionInputs&
   for (int64_t i = 0; i < shape_.n_layers; ++i) {
     auto* layer = layers->ptr<DecoderLayerImpl>(i).get();
     if (ckpt) {
-      x = CheckpointedLayer::apply(x, in.cos, in.sin, in.mask,
+      // autograd Functions take defined tensors only: an empty tensor stands for "no mask".
+      auto mask = in.mask.defined() ? in.mask : torch::empty({0}, in.cos.options().dtype(torch::kBool));
+      x = CheckpointedLayer::apply(x, in.cos, in.sin, mask,
                                    static_cast<int64_t>(reinterpret_cast<intptr_t>(layer)));
     } else {
       x = layer->forward(x, in, cache, i);
@@ -392,6 +414,23 @@ torch::Tensor LlamaModelImpl::decode_step(const torch::Tensor& tokens, const tor
     x = x + layer->mlp(layer->post_attention_layernorm(x));
   }
   cache.length = L + 1;
+  return logits(norm(x)).squeeze(1);
+}
+
+torch::Tensor LlamaModelImpl::decode_step_static(const torch::Tensor& tokens,
+                                                 const torch::Tensor& positions,
+                                                 const torch::Tensor& slot, KVCache& cache) {
+  const int64_t B = tokens.size(0);
+  auto x = embed_tokens(tokens.view({B, 1}));
+  auto [cos, sin] = rotary(positions.view({B, 1}));
+  cache.key_valid.index_fill_(1, slot, true);
+  cache.key_bias.index_fill_(1, slot, 0.0);
+  auto bias = cache.key_bias.unsqueeze(1).unsqueeze(1);  // [B, 1, 1, capacity]
+  for (int64_t i = 0; i < shape_.n_layers; ++i) {
+    auto* layer = layers->ptr<DecoderLayerImpl>(i).get();
+    x = x + layer->self_attn->decode_static(layer->input_layernorm(x), cos, sin, cache, i, slot, bias);
+    x = x + layer->mlp(layer->post_attention_layernorm(x));
+  }
   return logits(norm(x)).squeeze(1);
 }
 

@@ -97,6 +97,11 @@ class AttentionImpl : public torch::nn::Module {
   // One new token per row at cache slot cache.length (x: [B, 1, D]); attends to the valid slots.
   torch::Tensor decode(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
                        KVCache& cache, int64_t layer, const torch::Tensor& step_mask);
+  // The same with static shapes (CUDA-graph capturable): writes at the device index `slot` [1]
+  // and attends over the whole capacity, `bias` [B, 1, 1, capacity] masking unwritten slots.
+  torch::Tensor decode_static(const torch::Tensor& x, const torch::Tensor& cos,
+                              const torch::Tensor& sin, KVCache& cache, int64_t layer,
+                              const torch::Tensor& slot, const torch::Tensor& bias);
   torch::nn::Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
   int64_t n_heads, n_kv_heads, head_dim;
 };
@@ -145,6 +150,11 @@ class LlamaModelImpl : public torch::nn::Module {
   // it) into slot cache.length; returns logits [B, V] and advances cache.length.
   torch::Tensor decode_step(const torch::Tensor& tokens, const torch::Tensor& positions,
                             KVCache& cache);
+  // decode_step with static shapes for CUDA-graph capture: writes slot `slot` (int64 [1] on the
+  // device, the caller's cache.length) and attends over all capacity slots through key_bias.
+  // Leaves cache.length to the caller. Same result as decode_step up to float rounding.
+  torch::Tensor decode_step_static(const torch::Tensor& tokens, const torch::Tensor& positions,
+                                   const torch::Tensor& slot, KVCache& cache);
 
   // Rotary tables for integer positions [B, T]: cos/sin [B, T, head_dim] (fp32 math, HF order).
   std::pair<torch::Tensor, torch::Tensor> rotary(const torch::Tensor& positions) const;
@@ -163,7 +173,8 @@ class LlamaModelImpl : public torch::nn::Module {
  private:
   torch::Tensor run_layers(torch::Tensor x, const AttentionInputs& in, KVCache* cache);
   ModelShape shape_;
-  torch::Tensor inv_freq_;  // [head_dim/2] fp32 buffer: 1 / theta^(2i/head_dim)
+  // [head_dim/2] fp32: 1 / theta^(2i/head_dim); moved (once) to the device rotary() runs on.
+  mutable torch::Tensor inv_freq_;
   bool checkpointing_ = false;
 };
 TORCH_MODULE(LlamaModel);
