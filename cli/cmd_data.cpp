@@ -4,8 +4,8 @@
 #include <iostream>
 #include <set>
 
-#include <nlohmann/json.hpp>
 #include <map>
+#include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
 #include "common/config.h"
@@ -32,8 +32,8 @@ void emit_sources(const std::filesystem::path& dir, const std::vector<KernelVari
     if (!done.insert(v.name).second) continue;
     std::string file = v.name + (v.backend == "cuda" ? ".cu" : ".cpp");
     atomic_write(dir / file, v.source);
-    nlohmann::json j = {{"name", v.name},     {"family", v.family}, {"backend", v.backend},
-                        {"op", v.op},         {"layout", v.layout}, {"acc", v.acc},
+    nlohmann::json j = {{"name", v.name}, {"family", v.family}, {"backend", v.backend},
+                        {"op", v.op},     {"layout", v.layout}, {"acc", v.acc},
                         {"file", file}};
     if (v.op != "hgemm") {
       if (host_tasks.empty() && v.backend == "host") host_tasks = load_task_suite(suite, "host");
@@ -44,11 +44,17 @@ void emit_sources(const std::filesystem::path& dir, const std::vector<KernelVari
                         t.params.begin() + std::min(t.params.size(), v.op_params.size())))
           continue;
         nlohmann::json ins = nlohmann::json::array(), outs = nlohmann::json::array();
-        for (const auto& x : t.inputs) ins.push_back({{"name", x.name}, {"shape", x.shape}, {"dtype", x.dtype}});
-        for (const auto& x : t.outputs) outs.push_back({{"name", x.name}, {"shape", x.shape}, {"dtype", x.dtype}});
-        j["task"] = {{"name", t.name}, {"inputs", ins},     {"outputs", outs},
-                     {"params", t.params}, {"dims", general_task_dims(t)},
-                     {"atol", t.atol}, {"rtol", t.rtol}};
+        for (const auto& x : t.inputs)
+          ins.push_back({{"name", x.name}, {"shape", x.shape}, {"dtype", x.dtype}});
+        for (const auto& x : t.outputs)
+          outs.push_back({{"name", x.name}, {"shape", x.shape}, {"dtype", x.dtype}});
+        j["task"] = {{"name", t.name},
+                     {"inputs", ins},
+                     {"outputs", outs},
+                     {"params", t.params},
+                     {"dims", general_task_dims(t)},
+                     {"atol", t.atol},
+                     {"rtol", t.rtol}};
         break;
       }
     }
@@ -65,7 +71,8 @@ void register_data(CLI::App& app) {
   sub->require_subcommand(1);
   struct Opts {
     std::vector<std::string> from, docs, set;
-    std::string out, input, families = "all", config, tasks = "configs/tasks/general.yaml", emit_dir;
+    std::string out, input, families = "all", config, tasks = "configs/tasks/general.yaml",
+                            emit_dir;
     int64_t n = 100, seed = 0;
     double threshold = 0.8;
   };
@@ -75,7 +82,8 @@ void register_data(CLI::App& app) {
   build->add_option("--docs", o->docs, "documentation folder for retrieval (repeatable)");
   build->add_option("--out", o->out, "output JSONL")->required();
   build->add_option("--config", o->config, "job YAML whose data.build section is used");
-  build->add_option("--set", o->set, "data.build override key=value (repeatable), e.g. min_chars=200");
+  build->add_option("--set", o->set,
+                    "data.build override key=value (repeatable), e.g. min_chars=200");
   build->callback([o] {
     DataConfig data;
     YAML::Node root = o->config.empty() ? YAML::Node(YAML::NodeType::Map)
@@ -99,14 +107,17 @@ void register_data(CLI::App& app) {
   synth->add_option("--families", o->families, "all | comma-separated family names");
   synth->add_option("--n", o->n, "variants to write")->check(CLI::PositiveNumber);
   synth->add_option("--out", o->out, "output JSONL")->required();
-  synth->add_option("--tasks", o->tasks, "general task suite whose ops and params the general families use");
+  synth->add_option("--tasks", o->tasks,
+                    "general task suite whose ops and params the general families use");
   synth->add_option("--seed", o->seed, "sampling seed")->check(CLI::NonNegativeNumber);
-  synth->add_option("--emit-dir", o->emit_dir,
-                    "also write each distinct variant's source there, plus manifest.jsonl (variant, "
-                    "file and, for general variants, the task: shapes, dims, tolerances)");
+  synth->add_option(
+      "--emit-dir", o->emit_dir,
+      "also write each distinct variant's source there, plus manifest.jsonl (variant, "
+      "file and, for general variants, the task: shapes, dims, tolerances)");
   synth->callback([o] {
     std::vector<TaskSpec> tasks = load_task_suite(o->tasks);
-    std::vector<KernelVariant> vs = sample_variants(o->families, o->n, static_cast<uint64_t>(o->seed), tasks);
+    std::vector<KernelVariant> vs =
+        sample_variants(o->families, o->n, static_cast<uint64_t>(o->seed), tasks);
     std::vector<Triplet> ts;
     std::map<std::string, int64_t> per_family;
     for (const auto& v : vs) {

@@ -28,8 +28,8 @@ void Bm25Index::finalize() {
   scratch_.assign(doc_len_.size(), 0.0);
 }
 
-std::vector<Bm25Index::Hit> Bm25Index::search(const std::string& query, int64_t k,
-                                              int64_t exclude, double max_df_fraction) const {
+std::vector<Bm25Index::Hit> Bm25Index::search(const std::string& query, int64_t k, int64_t exclude,
+                                              double max_df_fraction) const {
   std::vector<std::string> words = words_of(query);
   std::sort(words.begin(), words.end());
   words.erase(std::unique(words.begin(), words.end()), words.end());

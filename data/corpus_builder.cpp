@@ -25,7 +25,9 @@ std::string lower(std::string s) {
   return s;
 }
 
-uint64_t hash_str(const std::string& s) { return std::hash<std::string>{}(s); }
+uint64_t hash_str(const std::string& s) {
+  return std::hash<std::string>{}(s);
+}
 
 // Whitespace-free text: two units equal after it are exact duplicates.
 std::string normalized(const std::string& code) {
@@ -77,9 +79,8 @@ std::string first_sentences(const std::string& doc, size_t max_chars) {
 }
 
 std::string name_words(const std::string& qualified) {
-  std::string base = qualified.substr(qualified.rfind(':') == std::string::npos
-                                          ? 0
-                                          : qualified.rfind(':') + 1);
+  std::string base =
+      qualified.substr(qualified.rfind(':') == std::string::npos ? 0 : qualified.rfind(':') + 1);
   std::vector<std::string> w = words_of(base);
   std::string out;
   for (size_t i = w.size() > 1 ? 1 : 0; i < w.size(); ++i) out += (out.empty() ? "" : " ") + w[i];
@@ -135,7 +136,8 @@ std::string make_instruction(const SourceUnit& u, const std::vector<std::string>
   if (u.kind != "class") s << " with the signature `" << u.signature << "`";
   s << ".";
   if (!u.doc.empty()) {
-    static const char* kLead[] = {" Purpose: ", " It should do the following: ", " Documentation: "};
+    static const char* kLead[] = {
+        " Purpose: ", " It should do the following: ", " Documentation: "};
     s << kLead[(h >> 8) % 3] << first_sentences(u.doc, 420);
     if (s.str().back() != '.') s << ".";
   } else {
@@ -208,8 +210,8 @@ std::string CorpusBuildReport::summary() const {
     << units_found << "\n"
     << "dropped: kind " << dropped_kind << ", too short " << dropped_short << ", too long "
     << dropped_long << ", not code " << dropped_not_code << ", exact duplicates "
-    << exact_duplicates << ", near duplicates " << near_duplicates << ", no context "
-    << no_context << "\n"
+    << exact_duplicates << ", near duplicates " << near_duplicates << ", no context " << no_context
+    << "\n"
     << "documentation passages " << doc_passages << "\n"
     << "triplets written " << written << " in " << seconds << " s:";
   for (const auto& [k, n] : kinds) s << " " << k << " " << n;
@@ -248,7 +250,8 @@ CorpusBuildReport build_corpus(const CorpusBuildConfig& cfg, const std::vector<f
       files.push_back({it->path(), root_name + "/" + fs::relative(it->path(), canon, ec).string()});
     }
   }
-  std::sort(files.begin(), files.end(), [](const File& a, const File& b) { return a.label < b.label; });
+  std::sort(files.begin(), files.end(),
+            [](const File& a, const File& b) { return a.label < b.label; });
 
   // 1. Scan every file into units; every doc comment becomes a retrieval passage.
   struct Kept {
@@ -326,14 +329,16 @@ CorpusBuildReport build_corpus(const CorpusBuildConfig& cfg, const std::vector<f
       }
       kept.push_back({std::move(u), f.label, own});
     }
-    if (fi % 64 == 0) progress.update(static_cast<int64_t>(fi), std::to_string(kept.size()) + " units");
+    if (fi % 64 == 0)
+      progress.update(static_cast<int64_t>(fi), std::to_string(kept.size()) + " units");
   }
   progress.finish(std::to_string(kept.size()) + " units");
 
   // 2. Text and markdown under --docs join the retrieval corpus.
   for (const auto& root : docs) {
     std::error_code ec;
-    if (!fs::exists(root, ec)) throw UserError("data build: --docs " + root.string() + " does not exist");
+    if (!fs::exists(root, ec))
+      throw UserError("data build: --docs " + root.string() + " does not exist");
     std::vector<fs::path> doc_files;
     if (fs::is_regular_file(root)) {
       doc_files.push_back(root);
@@ -343,13 +348,15 @@ CorpusBuildReport build_corpus(const CorpusBuildConfig& cfg, const std::vector<f
            it != fs::recursive_directory_iterator(); it.increment(ec)) {
         if (ec) break;
         std::string e = lower(it->path().extension().string());
-        if (it->is_regular_file(ec) && (e == ".md" || e == ".txt" || e == ".rst" || e == ".markdown"))
+        if (it->is_regular_file(ec) &&
+            (e == ".md" || e == ".txt" || e == ".rst" || e == ".markdown"))
           doc_files.push_back(it->path());
       }
     }
     std::sort(doc_files.begin(), doc_files.end());
     for (const auto& p : doc_files)
-      for (const auto& passage : split_passages(read_file(p, "documentation file"), cfg.passage_chars))
+      for (const auto& passage :
+           split_passages(read_file(p, "documentation file"), cfg.passage_chars))
         add_passage(passage, p.filename().string());
   }
   index.finalize();
@@ -452,7 +459,8 @@ std::string CorpusStats::format() const {
   for (auto& [k, n] : tags) by.push_back({-n, k});
   std::sort(by.begin(), by.end());
   s << "tags:\n";
-  for (auto& [n, k] : by) s << "  " << k << std::string(k.size() < 20 ? 20 - k.size() : 1, ' ') << -n << "\n";
+  for (auto& [n, k] : by)
+    s << "  " << k << std::string(k.size() < 20 ? 20 - k.size() : 1, ' ') << -n << "\n";
   return s.str();
 }
 

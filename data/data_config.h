@@ -49,13 +49,13 @@ struct CorpusBuildConfig {
 };
 
 struct DataConfig {
-  std::vector<std::string> corpus;  // triplet JSONL files for pretraining
-  std::string tokenizer = "";       // SentencePiece model; "" = train one into the run dir
+  std::vector<std::string> corpus;      // triplet JSONL files for pretraining
+  std::string tokenizer = "";           // SentencePiece model; "" = train one into the run dir
   int64_t tokenizer_vocab_size = 4096;  // vocabulary when the tokenizer is trained here
   std::string general_tasks = "configs/tasks/general.yaml";  // general-kernel task suite
   std::string hgemm_grid = "small";  // HGEMM shapes: full | small | llm | a file of MxNxK lines
-  double holdout_fraction = 0.05;   // share of data and tasks held out for evaluation
-  CorpusBuildConfig build;          // `kernelrl data build` settings
+  double holdout_fraction = 0.05;    // share of data and tasks held out for evaluation
+  CorpusBuildConfig build;           // `kernelrl data build` settings
 
   void visit(cfg::Visitor& v) {
     v.field("corpus", corpus, "triplet JSONL files for pretraining");

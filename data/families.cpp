@@ -72,7 +72,8 @@ const std::vector<FamilyInfo>& kernel_families() {
       {"hgemm_tiled", "hgemm", "cuda", "shared-memory SIMT tiling, per-thread register tiles"},
       {"hgemm_wmma", "hgemm", "cuda", "WMMA 16x16x16 tensor-core fragments"},
       {"hgemm_mma", "hgemm", "cuda",
-       "mma.sync m16n8k16 + ldmatrix + multi-stage cp.async, swizzled smem, block swizzle, split-K"},
+       "mma.sync m16n8k16 + ldmatrix + multi-stage cp.async, swizzled smem, block swizzle, "
+       "split-K"},
       {"hgemm_host", "hgemm", "host", "cache-blocked C++ with fp16 bit conversions"},
       {"elementwise", "general", "cuda,host", "activations and binary elementwise ops"},
       {"reduction", "general", "cuda,host", "row/column/all reductions, argmax/argmin, cumsum"},
@@ -113,8 +114,8 @@ std::vector<KernelVariant> variants_for_task(const TaskSpec& task, const std::st
   }
   const OpInfo* op = find_op(task.op);
   if (!op) return out;
-  std::vector<double> op_params(task.params.begin(),
-                                task.params.begin() + std::min(task.params.size(), op->params.size()));
+  std::vector<double> op_params(
+      task.params.begin(), task.params.begin() + std::min(task.params.size(), op->params.size()));
   return general_family_variants(op->category, backend, task.op, op_params);
 }
 
@@ -151,10 +152,11 @@ std::vector<KernelVariant> sample_variants(const std::string& families_arg, int6
         if (t.kind != "general") continue;
         const OpInfo* op = find_op(t.op);
         if (!op || op->category != name) continue;
-        std::vector<double> op_params(t.params.begin(),
-                                      t.params.begin() + std::min(t.params.size(), op->params.size()));
+        std::vector<double> op_params(
+            t.params.begin(), t.params.begin() + std::min(t.params.size(), op->params.size()));
         for (const std::string be : {"cuda", "host"})
-          for (auto& v : general_family_variants(name, be, t.op, op_params)) pool.push_back(std::move(v));
+          for (auto& v : general_family_variants(name, be, t.op, op_params))
+            pool.push_back(std::move(v));
       }
     }
     std::shuffle(pool.begin(), pool.end(), rng);

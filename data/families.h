@@ -25,15 +25,15 @@
 namespace kernelrl {
 
 struct KernelVariant {
-  std::string family;   // e.g. hgemm_mma, softmax
-  std::string name;     // unique: family, backend, op/layout and parameters
-  std::string backend;  // cuda | host
-  std::string op;       // "hgemm" or the general op (task_ops.h)
+  std::string family;                      // e.g. hgemm_mma, softmax
+  std::string name;                        // unique: family, backend, op/layout and parameters
+  std::string backend;                     // cuda | host
+  std::string op;                          // "hgemm" or the general op (task_ops.h)
   std::string layout = "nn", acc = "f32";  // HGEMM only
   std::vector<double> op_params;           // general only: the task params baked in
   std::vector<std::pair<std::string, int64_t>> params;  // generator choices
   std::string instruction;
-  std::string source;   // complete .cu (cuda) or .cpp (host) file
+  std::string source;  // complete .cu (cuda) or .cpp (host) file
 };
 
 struct FamilyInfo {

@@ -242,7 +242,8 @@ RowOp row_op(const std::string& op) {
             std::string("  const float* xr = x + row * D;\n  float best = ") +
                 (mx ? "-INFINITY" : "INFINITY") +
                 ";\n  long long bi = D;\n  for (long long j = gl; j < D; j += GS) {\n"
-                "    const float v = xr[j];\n    if (" + (mx ? "v > best" : "v < best") +
+                "    const float v = xr[j];\n    if (" +
+                (mx ? "v > best" : "v < best") +
                 " || bi == D) { best = v; bi = j; }\n  }\n  group_argbest(best, bi, " +
                 (mx ? "true" : "false") + ");\n  if (gl == 0) y[row] = bi;",
             "(const float*)args->inputs[0], (long long*)args->outputs[0]", 1};
@@ -260,12 +261,16 @@ RowOp row_op(const std::string& op) {
     std::string out = op == "log_softmax_rows" ? "v - m - logf(s)" : "expf(v - m) / s";
     return {x1,
             "  const float* xr = x + row * D;\n  float* yr = y + row * D;\n  float m = -INFINITY;\n"
-            "  for (long long j = gl; j < D; j += GS) m = fmaxf(m, " + sc + "xr[j]);\n"
-            "  m = group_max(m);\n  float s = 0.0f;\n"
-            "  for (long long j = gl; j < D; j += GS) s += expf(" + sc + "xr[j] - m);\n"
-            "  s = group_sum(s);\n"
-            "  for (long long j = gl; j < D; j += GS) { const float v = " + sc + "xr[j]; yr[j] = " +
-                out + "; }",
+            "  for (long long j = gl; j < D; j += GS) m = fmaxf(m, " +
+                sc +
+                "xr[j]);\n"
+                "  m = group_max(m);\n  float s = 0.0f;\n"
+                "  for (long long j = gl; j < D; j += GS) s += expf(" +
+                sc +
+                "xr[j] - m);\n"
+                "  s = group_sum(s);\n"
+                "  for (long long j = gl; j < D; j += GS) { const float v = " +
+                sc + "xr[j]; yr[j] = " + out + "; }",
             l1, 1};
   }
   if (op == "layernorm" || op == "add_layernorm") {
@@ -277,26 +282,32 @@ RowOp row_op(const std::string& op) {
             std::string("  const float* xr = x + row * D;\n") +
                 (add ? "  const float* rr = r + row * D;\n" : "") +
                 "  float* yr = y + row * D;\n  float s = 0.0f;\n"
-                "  for (long long j = gl; j < D; j += GS) s += " + val + ";\n"
+                "  for (long long j = gl; j < D; j += GS) s += " +
+                val +
+                ";\n"
                 "  const float mean = group_sum(s) / (float)D;\n  float q = 0.0f;\n"
-                "  for (long long j = gl; j < D; j += GS) { const float d = " + val +
+                "  for (long long j = gl; j < D; j += GS) { const float d = " +
+                val +
                 " - mean; q += d * d; }\n"
                 "  const float rstd = 1.0f / sqrtf(group_sum(q) / (float)D + P0);\n"
-                "  for (long long j = gl; j < D; j += GS) yr[j] = (" + val +
-                " - mean) * rstd * w[j] + b[j];",
+                "  for (long long j = gl; j < D; j += GS) yr[j] = (" +
+                val + " - mean) * rstd * w[j] + b[j];",
             add ? "(const float*)args->inputs[0], (const float*)args->inputs[1], "
-                  "(const float*)args->inputs[2], (const float*)args->inputs[3], (float*)args->outputs[0]"
+                  "(const float*)args->inputs[2], (const float*)args->inputs[3], "
+                  "(float*)args->outputs[0]"
                 : "(const float*)args->inputs[0], (const float*)args->inputs[1], "
                   "(const float*)args->inputs[2], (float*)args->outputs[0]",
             add ? 4 : 3};
   }
   if (op == "rmsnorm")
-    return {"const float* __restrict__ x, const float* __restrict__ w, float* __restrict__ y",
-            "  const float* xr = x + row * D;\n  float* yr = y + row * D;\n  float q = 0.0f;\n"
-            "  for (long long j = gl; j < D; j += GS) q += xr[j] * xr[j];\n"
-            "  const float rs = 1.0f / sqrtf(group_sum(q) / (float)D + P0);\n"
-            "  for (long long j = gl; j < D; j += GS) yr[j] = xr[j] * rs * w[j];",
-            "(const float*)args->inputs[0], (const float*)args->inputs[1], (float*)args->outputs[0]", 2};
+    return {
+        "const float* __restrict__ x, const float* __restrict__ w, float* __restrict__ y",
+        "  const float* xr = x + row * D;\n  float* yr = y + row * D;\n  float q = 0.0f;\n"
+        "  for (long long j = gl; j < D; j += GS) q += xr[j] * xr[j];\n"
+        "  const float rs = 1.0f / sqrtf(group_sum(q) / (float)D + P0);\n"
+        "  for (long long j = gl; j < D; j += GS) yr[j] = xr[j] * rs * w[j];",
+        "(const float*)args->inputs[0], (const float*)args->inputs[1], (float*)args->outputs[0]",
+        2};
   if (op == "l2_normalize_rows")
     return {x1,
             "  const float* xr = x + row * D;\n  float* yr = y + row * D;\n  float q = 0.0f;\n"
@@ -360,7 +371,8 @@ extern "C" int kernelrl_launch(const kernelrl_args* args, void* stream) {
 }
 )";
 
-const char* kCudaTranspose = R"(constexpr bool TILED = $TILED$;  // 32x32 shared-memory tiles, else one thread per element
+const char* kCudaTranspose =
+    R"(constexpr bool TILED = $TILED$;  // 32x32 shared-memory tiles, else one thread per element
 constexpr int ROWS = $ROWS$;      // thread rows per 32x32 tile
 // y[b, c, r] = x[b, r, c] for x of shape [Bt, R, C].
 __global__ void transpose_tiled(const float* __restrict__ x, float* __restrict__ y, long long R, long long C) {
@@ -421,7 +433,8 @@ $LAUNCH$
 }
 )";
 
-const char* kCudaMatmul = R"(constexpr int TILE = $TILE$;  // square shared-memory tiles of A and B, TILE x TILE threads
+const char* kCudaMatmul =
+    R"(constexpr int TILE = $TILE$;  // square shared-memory tiles of A and B, TILE x TILE threads
 constexpr bool HAS_BIAS = $BIAS$;
 __device__ __forceinline__ float act(float v) { return $ACT$; }
 // y[b] = act(a[b] @ bm[b] + bias) for a [M, K], bm [K, N]; blockIdx.z is the batch.
@@ -499,18 +512,24 @@ std::string host_body(const std::string& op, int64_t tile) {
     s << "  const long long n = args->dims[0];\n  const float* xp = " << in(0) << ";\n";
     s << "  const float* zp = " << (is_binary(op) ? in(1) : std::string("xp")) << ";\n";
     s << "  float* y = (float*)args->outputs[0];\n";
-    s << "  for (long long i = 0; i < n; ++i) {\n    const float x = xp[i], z = zp[i];\n    (void)z;\n";
+    s << "  for (long long i = 0; i < n; ++i) {\n    const float x = xp[i], z = zp[i];\n    "
+         "(void)z;\n";
     s << "    y[i] = " << ew_exprs().at(op) << ";\n  }\n";
   } else if (op == "sum_all") {
     s << "  const long long n = args->dims[0];\n  const float* x = " << in(0) << ";\n";
     s << "  double acc = 0.0;  // double: the order differs from any GPU order anyway\n";
-    s << "  for (long long i = 0; i < n; ++i) acc += x[i];\n  *(float*)args->outputs[0] = (float)acc;\n";
+    s << "  for (long long i = 0; i < n; ++i) acc += x[i];\n  *(float*)args->outputs[0] = "
+         "(float)acc;\n";
   } else if (op == "sum_cols") {
-    s << "  const long long B = args->dims[0], D = args->dims[1];\n  const float* x = " << in(0) << ";\n";
-    s << "  float* y = (float*)args->outputs[0];\n  for (long long c = 0; c < D; ++c) y[c] = 0.0f;\n";
-    s << "  for (long long r = 0; r < B; ++r)\n    for (long long c = 0; c < D; ++c) y[c] += x[r * D + c];\n";
+    s << "  const long long B = args->dims[0], D = args->dims[1];\n  const float* x = " << in(0)
+      << ";\n";
+    s << "  float* y = (float*)args->outputs[0];\n  for (long long c = 0; c < D; ++c) y[c] = "
+         "0.0f;\n";
+    s << "  for (long long r = 0; r < B; ++r)\n    for (long long c = 0; c < D; ++c) y[c] += x[r * "
+         "D + c];\n";
   } else if (cat == "reduction" || cat == "softmax" || cat == "norm") {
-    s << "  const long long B = args->dims[0], D = args->dims[1];\n  const float* x = " << in(0) << ";\n";
+    s << "  const long long B = args->dims[0], D = args->dims[1];\n  const float* x = " << in(0)
+      << ";\n";
     s << "  for (long long b = 0; b < B; ++b) {\n    const float* xr = x + b * D;\n";
     if (op == "argmax_rows" || op == "argmin_rows") {
       s << "    long long bi = 0;\n    for (long long j = 1; j < D; ++j) if (xr[j] "
@@ -521,22 +540,27 @@ std::string host_body(const std::string& op, int64_t tile) {
       s << "    for (long long j = 0; j < D; ++j) { acc += xr[j]; yr[j] = acc; }\n";
     } else if (cat == "reduction") {
       std::string init = op == "max_rows" ? "-INFINITY" : op == "min_rows" ? "INFINITY" : "0.0f";
-      std::string step = op == "max_rows"   ? "s = std::max(s, xr[j]);"
-                         : op == "min_rows" ? "s = std::min(s, xr[j]);"
+      std::string step = op == "max_rows"      ? "s = std::max(s, xr[j]);"
+                         : op == "min_rows"    ? "s = std::min(s, xr[j]);"
                          : op == "l2norm_rows" ? "s += xr[j] * xr[j];"
                                                : "s += xr[j];";
-      std::string fin = op == "mean_rows" ? "s / (float)D" : op == "l2norm_rows" ? "std::sqrt(s)" : "s";
+      std::string fin = op == "mean_rows"     ? "s / (float)D"
+                        : op == "l2norm_rows" ? "std::sqrt(s)"
+                                              : "s";
       s << "    float s = " << init << ";\n    for (long long j = 0; j < D; ++j) " << step << "\n";
       s << "    ((float*)args->outputs[0])[b] = " << fin << ";\n";
     } else if (cat == "softmax") {
       std::string sc = op == "softmax_scaled" ? "P0 * " : "";
       s << "    float* yr = (float*)args->outputs[0] + b * D;\n    float m = -INFINITY;\n";
       s << "    for (long long j = 0; j < D; ++j) m = std::max(m, " << sc << "xr[j]);\n";
-      s << "    float sum = 0.0f;\n    for (long long j = 0; j < D; ++j) sum += std::exp(" << sc << "xr[j] - m);\n";
+      s << "    float sum = 0.0f;\n    for (long long j = 0; j < D; ++j) sum += std::exp(" << sc
+        << "xr[j] - m);\n";
       if (op == "log_softmax_rows")
-        s << "    const float lse = m + std::log(sum);\n    for (long long j = 0; j < D; ++j) yr[j] = xr[j] - lse;\n";
+        s << "    const float lse = m + std::log(sum);\n    for (long long j = 0; j < D; ++j) "
+             "yr[j] = xr[j] - lse;\n";
       else
-        s << "    for (long long j = 0; j < D; ++j) yr[j] = std::exp(" << sc << "xr[j] - m) / sum;\n";
+        s << "    for (long long j = 0; j < D; ++j) yr[j] = std::exp(" << sc
+          << "xr[j] - m) / sum;\n";
     } else if (op == "layernorm" || op == "add_layernorm") {
       bool add = op == "add_layernorm";
       int wi = add ? 2 : 1;
@@ -544,12 +568,16 @@ std::string host_body(const std::string& op, int64_t tile) {
       s << "    float* yr = (float*)args->outputs[0] + b * D;\n";
       if (add) s << "    const float* rr = " << in(1) << " + b * D;\n";
       std::string v = add ? "(xr[j] + rr[j])" : "xr[j]";
-      s << "    float mean = 0.0f;\n    for (long long j = 0; j < D; ++j) mean += " << v << ";\n    mean /= (float)D;\n";
-      s << "    float var = 0.0f;\n    for (long long j = 0; j < D; ++j) { const float d = " << v << " - mean; var += d * d; }\n";
+      s << "    float mean = 0.0f;\n    for (long long j = 0; j < D; ++j) mean += " << v
+        << ";\n    mean /= (float)D;\n";
+      s << "    float var = 0.0f;\n    for (long long j = 0; j < D; ++j) { const float d = " << v
+        << " - mean; var += d * d; }\n";
       s << "    const float rstd = 1.0f / std::sqrt(var / (float)D + P0);\n";
-      s << "    for (long long j = 0; j < D; ++j) yr[j] = (" << v << " - mean) * rstd * w[j] + bb[j];\n";
+      s << "    for (long long j = 0; j < D; ++j) yr[j] = (" << v
+        << " - mean) * rstd * w[j] + bb[j];\n";
     } else if (op == "rmsnorm") {
-      s << "    const float* w = " << in(1) << ";\n    float* yr = (float*)args->outputs[0] + b * D;\n";
+      s << "    const float* w = " << in(1)
+        << ";\n    float* yr = (float*)args->outputs[0] + b * D;\n";
       s << "    float q = 0.0f;\n    for (long long j = 0; j < D; ++j) q += xr[j] * xr[j];\n";
       s << "    const float rs = 1.0f / std::sqrt(q / (float)D + P0);\n";
       s << "    for (long long j = 0; j < D; ++j) yr[j] = xr[j] * rs * w[j];\n";
@@ -563,7 +591,8 @@ std::string host_body(const std::string& op, int64_t tile) {
   } else if (cat == "transpose") {
     bool three = op == "transpose_021";
     s << "  const long long Bt = " << (three ? "args->dims[0]" : "1") << ";\n";
-    s << "  const long long R = args->dims[" << (three ? 1 : 0) << "], C = args->dims[" << (three ? 2 : 1) << "];\n";
+    s << "  const long long R = args->dims[" << (three ? 1 : 0) << "], C = args->dims["
+      << (three ? 2 : 1) << "];\n";
     s << "  const float* x = " << in(0) << ";\n  float* y = (float*)args->outputs[0];\n";
     s << "  constexpr long long T = 32;  // cache blocks\n";
     s << "  for (long long b = 0; b < Bt; ++b)\n    for (long long r0 = 0; r0 < R; r0 += T)\n"
@@ -572,24 +601,35 @@ std::string host_body(const std::string& op, int64_t tile) {
          "          for (long long c = c0; c < std::min(C, c0 + T); ++c)\n"
          "            y[b * R * C + c * R + r] = x[b * R * C + r * C + c];\n";
   } else if (op == "gather_rows") {
-    s << "  const long long D = args->dims[1];\n  const long long N = (long long)task_param(args, 2, 0);\n";
-    s << "  const float* table = " << in(0) << ";\n  const long long* idx = " << in(1, "long long") << ";\n";
+    s << "  const long long D = args->dims[1];\n  const long long N = (long long)task_param(args, "
+         "2, 0);\n";
+    s << "  const float* table = " << in(0) << ";\n  const long long* idx = " << in(1, "long long")
+      << ";\n";
     s << "  float* y = (float*)args->outputs[0];\n";
-    s << "  for (long long i = 0; i < N; ++i) std::memcpy(y + i * D, table + idx[i] * D, sizeof(float) * D);\n";
+    s << "  for (long long i = 0; i < N; ++i) std::memcpy(y + i * D, table + idx[i] * D, "
+         "sizeof(float) * D);\n";
   } else if (op == "scatter_add_rows") {
-    s << "  const long long N = args->dims[0], D = args->dims[1];\n  const long long V = (long long)task_param(args, 2, 0);\n";
-    s << "  const float* src = " << in(0) << ";\n  const long long* idx = " << in(1, "long long") << ";\n";
-    s << "  float* y = (float*)args->outputs[0];\n  for (long long i = 0; i < V * D; ++i) y[i] = 0.0f;\n";
-    s << "  for (long long i = 0; i < N; ++i)\n    for (long long d = 0; d < D; ++d) y[idx[i] * D + d] += src[i * D + d];\n";
+    s << "  const long long N = args->dims[0], D = args->dims[1];\n  const long long V = (long "
+         "long)task_param(args, 2, 0);\n";
+    s << "  const float* src = " << in(0) << ";\n  const long long* idx = " << in(1, "long long")
+      << ";\n";
+    s << "  float* y = (float*)args->outputs[0];\n  for (long long i = 0; i < V * D; ++i) y[i] = "
+         "0.0f;\n";
+    s << "  for (long long i = 0; i < N; ++i)\n    for (long long d = 0; d < D; ++d) y[idx[i] * D "
+         "+ d] += src[i * D + d];\n";
   } else if (op == "take_along_rows") {
     s << "  const long long B = args->dims[0], D = args->dims[1];\n";
-    s << "  const float* x = " << in(0) << ";\n  const long long* idx = " << in(1, "long long") << ";\n";
-    s << "  float* y = (float*)args->outputs[0];\n  for (long long b = 0; b < B; ++b) y[b] = x[b * D + idx[b]];\n";
+    s << "  const float* x = " << in(0) << ";\n  const long long* idx = " << in(1, "long long")
+      << ";\n";
+    s << "  float* y = (float*)args->outputs[0];\n  for (long long b = 0; b < B; ++b) y[b] = x[b * "
+         "D + idx[b]];\n";
   } else if (op == "matvec") {
     s << "  const long long M = args->dims[0], K = args->dims[1];\n";
-    s << "  const float* a = " << in(0) << ";\n  const float* v = " << in(1) << ";\n  float* y = (float*)args->outputs[0];\n";
+    s << "  const float* a = " << in(0) << ";\n  const float* v = " << in(1)
+      << ";\n  float* y = (float*)args->outputs[0];\n";
     s << "  for (long long m = 0; m < M; ++m) {\n    float acc = 0.0f;\n"
-         "    for (long long k = 0; k < K; ++k) acc += a[m * K + k] * v[k];\n    y[m] = acc;\n  }\n";
+         "    for (long long k = 0; k < K; ++k) acc += a[m * K + k] * v[k];\n    y[m] = acc;\n  "
+         "}\n";
   } else if (cat == "matmul") {
     bool bmm = op == "bmm";
     bool bias = op != "matmul" && !bmm;
@@ -604,18 +644,22 @@ std::string host_body(const std::string& op, int64_t tile) {
     s << "  float* y0 = (float*)args->outputs[0];\n";
     s << "  constexpr long long T = " << tile << ";  // cache block over M, N and K\n";
     s << "  for (long long z = 0; z < Bt; ++z) {\n"
-         "    const float* a = a0 + z * M * K;\n    const float* b = b0 + z * K * N;\n    float* y = y0 + z * M * N;\n"
+         "    const float* a = a0 + z * M * K;\n    const float* b = b0 + z * K * N;\n    float* y "
+         "= y0 + z * M * N;\n"
          "    for (long long i = 0; i < M * N; ++i) y[i] = 0.0f;\n"
-         "    for (long long i0 = 0; i0 < M; i0 += T)\n      for (long long k0 = 0; k0 < K; k0 += T)\n"
+         "    for (long long i0 = 0; i0 < M; i0 += T)\n      for (long long k0 = 0; k0 < K; k0 += "
+         "T)\n"
          "        for (long long j0 = 0; j0 < N; j0 += T)\n"
          "          for (long long i = i0; i < std::min(M, i0 + T); ++i)\n"
          "            for (long long k = k0; k < std::min(K, k0 + T); ++k) {\n"
          "              const float av = a[i * K + k];\n"
-         "              for (long long j = j0; j < std::min(N, j0 + T); ++j) y[i * N + j] += av * b[k * N + j];\n"
+         "              for (long long j = j0; j < std::min(N, j0 + T); ++j) y[i * N + j] += av * "
+         "b[k * N + j];\n"
          "            }\n";
     s << "    for (long long i = 0; i < M; ++i)\n      for (long long j = 0; j < N; ++j) {\n"
          "        const float v = y[i * N + j] + (bias ? bias[j] : 0.0f);\n"
-         "        y[i * N + j] = " << act_of_matmul(op) << ";\n      }\n  }\n";
+         "        y[i * N + j] = "
+      << act_of_matmul(op) << ";\n      }\n  }\n";
   } else {
     throw std::logic_error("host_body: " + op);
   }
@@ -646,11 +690,13 @@ std::string op_contract(const OpInfo& info, const std::vector<double>& op_params
   s << info.name << ": " << info.formula << ". Inputs:";
   for (size_t i = 0; i < info.inputs.size(); ++i) {
     s << (i ? "," : "") << " inputs[" << i << "] = " << info.inputs[i].name << " [";
-    for (size_t k = 0; k < info.inputs[i].shape.size(); ++k) s << (k ? ", " : "") << info.inputs[i].shape[k];
+    for (size_t k = 0; k < info.inputs[i].shape.size(); ++k)
+      s << (k ? ", " : "") << info.inputs[i].shape[k];
     s << "] " << info.inputs[i].dtype;
   }
   s << "; output: outputs[0] = " << info.outputs[0].name << " [";
-  for (size_t k = 0; k < info.outputs[0].shape.size(); ++k) s << (k ? ", " : "") << info.outputs[0].shape[k];
+  for (size_t k = 0; k < info.outputs[0].shape.size(); ++k)
+    s << (k ? ", " : "") << info.outputs[0].shape[k];
   s << "] " << info.outputs[0].dtype << ". dims = the shape of " << info.inputs[0].name;
   int extra = 0;
   for (size_t i = 0; i < info.params.size(); ++i) {
@@ -681,27 +727,31 @@ std::vector<KernelVariant> general_family_variants(const std::string& family,
   std::string fam = cat;
   if (fam != family) return {};
   std::vector<KernelVariant> out;
-  KV head = {{"ABI", kernel_abi_prelude()}, {"P0", p_literal(op_params, 0)}, {"P1", p_literal(op_params, 1)}};
+  KV head = {{"ABI", kernel_abi_prelude()},
+             {"P0", p_literal(op_params, 0)},
+             {"P1", p_literal(op_params, 1)}};
   const std::string contract = op_contract(*info, op_params);
   auto finish = [&](KernelVariant v, const std::string& body, const std::string& how) {
     const bool cuda = v.backend == "cuda";
     v.source = "// " + info->name + " (" + info->formula + "), " + (cuda ? "CUDA" : "host C++") +
                ": " + how + "\n" + fill(cuda ? kCudaHead : kHostHead, head) + body;
-    v.instruction = std::string("Write a ") + (cuda ? "CUDA kernel" : "host (CPU, plain C++17) function") +
+    v.instruction = std::string("Write a ") +
+                    (cuda ? "CUDA kernel" : "host (CPU, plain C++17) function") +
                     " for KernelRL's kernelrl_launch contract that computes " + contract + "." +
                     (cuda ? " All work on the given stream." : " The stream argument is null.") +
                     " Approach: " + how + ".";
     out.push_back(std::move(v));
   };
   if (backend == "host") {
-    std::vector<int64_t> tiles = cat == "matmul" && op != "matvec" ? std::vector<int64_t>{16, 64}
-                                                                   : std::vector<int64_t>{0};
+    std::vector<int64_t> tiles =
+        cat == "matmul" && op != "matvec" ? std::vector<int64_t>{16, 64} : std::vector<int64_t>{0};
     for (int64_t t : tiles) {
       auto v = base_variant(family, "host", *info, op_params,
                             t ? std::vector<std::pair<std::string, int64_t>>{{"TILE", t}}
                               : std::vector<std::pair<std::string, int64_t>>{});
-      std::string how = t ? "loops blocked in " + std::to_string(t) + "-wide cache tiles over M, N and K"
-                          : "straightforward loops over contiguous rows";
+      std::string how =
+          t ? "loops blocked in " + std::to_string(t) + "-wide cache tiles over M, N and K"
+            : "straightforward loops over contiguous rows";
       finish(v, "}  // namespace\n\n" + host_body(op, t), how);
     }
     return out;
@@ -709,32 +759,45 @@ std::vector<KernelVariant> general_family_variants(const std::string& family,
   if (cat == "elementwise") {
     for (int threads : {128, 256, 512})
       for (int vec : {1, 4}) {
-        auto v = base_variant(family, "cuda", *info, op_params, {{"THREADS", threads}, {"VEC", vec}});
-        KV kv = {{"THREADS", std::to_string(threads)}, {"VEC", std::to_string(vec)},
-                 {"BINARY", is_binary(op) ? "true" : "false"}, {"EXPR", ew_exprs().at(op)}};
+        auto v =
+            base_variant(family, "cuda", *info, op_params, {{"THREADS", threads}, {"VEC", vec}});
+        KV kv = {{"THREADS", std::to_string(threads)},
+                 {"VEC", std::to_string(vec)},
+                 {"BINARY", is_binary(op) ? "true" : "false"},
+                 {"EXPR", ew_exprs().at(op)}};
         finish(v, fill(kCudaElementwise, kv),
                "a grid-stride loop with " + std::to_string(threads) + "-thread blocks" +
-                   (vec == 4 ? ", float4 loads and stores when the pointers are 16-byte aligned plus a scalar tail"
+                   (vec == 4 ? ", float4 loads and stores when the pointers are 16-byte aligned "
+                               "plus a scalar tail"
                              : ", one element per thread per step"));
       }
   } else if (op == "sum_cols" || op == "sum_all") {
     for (int threads : {128, 256}) {
       auto v = base_variant(family, "cuda", *info, op_params, {{"THREADS", threads}});
-      finish(v, fill(op == "sum_cols" ? kCudaSumCols : kCudaSumAll, {{"THREADS", std::to_string(threads)}}),
-             op == "sum_cols" ? "one thread per column summing down the rows (coalesced reads)"
-                              : "grid-stride partial sums, warp shuffles and shared memory per block, "
-                                "one atomicAdd per block into the zeroed output");
+      finish(v,
+             fill(op == "sum_cols" ? kCudaSumCols : kCudaSumAll,
+                  {{"THREADS", std::to_string(threads)}}),
+             op == "sum_cols"
+                 ? "one thread per column summing down the rows (coalesced reads)"
+                 : "grid-stride partial sums, warp shuffles and shared memory per block, "
+                   "one atomicAdd per block into the zeroed output");
     }
   } else if (cat == "reduction" || cat == "softmax" || cat == "norm") {
     RowOp r = row_op(op);
     for (int block : {0, 1})
       for (int threads : {128, 256}) {
-        auto v = base_variant(family, "cuda", *info, op_params, {{"BLOCKROW", block}, {"THREADS", threads}});
-        KV kv = {{"THREADS", std::to_string(threads)}, {"BLOCK", block ? "true" : "false"},
-                 {"KARGS", r.kargs}, {"BODY", r.body}, {"LARGS", r.largs}, {"NIN", std::to_string(r.nin)}};
+        auto v = base_variant(family, "cuda", *info, op_params,
+                              {{"BLOCKROW", block}, {"THREADS", threads}});
+        KV kv = {{"THREADS", std::to_string(threads)},
+                 {"BLOCK", block ? "true" : "false"},
+                 {"KARGS", r.kargs},
+                 {"BODY", r.body},
+                 {"LARGS", r.largs},
+                 {"NIN", std::to_string(r.nin)}};
         finish(v, fill(kCudaRowCommon, kv),
                block ? "one " + std::to_string(threads) +
-                           "-thread block per row, warp shuffles then shared memory for the row reductions"
+                           "-thread block per row, warp shuffles then shared memory for the row "
+                           "reductions"
                      : "one warp per row (" + std::to_string(threads / 32) +
                            " rows per block), reductions with warp shuffles");
       }
@@ -743,8 +806,10 @@ std::vector<KernelVariant> general_family_variants(const std::string& family,
       for (int rows : {8, 16}) {
         if (!tiled && rows == 16) continue;
         auto v = base_variant(family, "cuda", *info, op_params, {{"TILED", tiled}, {"ROWS", rows}});
-        finish(v, fill(kCudaTranspose, {{"TILED", tiled ? "true" : "false"}, {"ROWS", std::to_string(rows)},
-                                        {"RANK", op == "transpose_021" ? "3" : "2"}}),
+        finish(v,
+               fill(kCudaTranspose, {{"TILED", tiled ? "true" : "false"},
+                                     {"ROWS", std::to_string(rows)},
+                                     {"RANK", op == "transpose_021" ? "3" : "2"}}),
                tiled ? "32x32 tiles through padded shared memory, " + std::to_string(rows) +
                            " thread rows per tile, coalesced reads and writes"
                      : "one thread per element (coalesced reads, strided writes)");
@@ -752,31 +817,49 @@ std::vector<KernelVariant> general_family_variants(const std::string& family,
   } else if (cat == "gather_scatter") {
     std::string kargs, body, launch, largs, mindims = "2";
     if (op == "gather_rows") {
-      kargs = "const float* __restrict__ table, const long long* __restrict__ idx, float* __restrict__ y";
+      kargs =
+          "const float* __restrict__ table, const long long* __restrict__ idx, float* __restrict__ "
+          "y";
       body = "  const long long i = t / D, d = t % D;\n  y[t] = table[idx[i] * D + d];";
-      launch = "  const long long D = args->dims[1];\n  const long long n_rows = (long long)task_param(args, 2, 0);\n"
-               "  const long long total = n_rows * D;";
+      launch =
+          "  const long long D = args->dims[1];\n  const long long n_rows = (long "
+          "long)task_param(args, 2, 0);\n"
+          "  const long long total = n_rows * D;";
       mindims = "3";
     } else if (op == "scatter_add_rows") {
-      kargs = "const float* __restrict__ src, const long long* __restrict__ idx, float* __restrict__ y";
+      kargs =
+          "const float* __restrict__ src, const long long* __restrict__ idx, float* __restrict__ y";
       body = "  const long long i = t / D, d = t % D;\n  atomicAdd(&y[idx[i] * D + d], src[t]);";
-      launch = "  const long long n_rows = args->dims[0], D = args->dims[1];\n"
-               "  const long long V = (long long)task_param(args, 2, 0);\n"
-               "  if (cudaMemsetAsync(args->outputs[0], 0, sizeof(float) * V * D, s) != cudaSuccess) return 2;\n"
-               "  const long long total = n_rows * D;";
+      launch =
+          "  const long long n_rows = args->dims[0], D = args->dims[1];\n"
+          "  const long long V = (long long)task_param(args, 2, 0);\n"
+          "  if (cudaMemsetAsync(args->outputs[0], 0, sizeof(float) * V * D, s) != cudaSuccess) "
+          "return 2;\n"
+          "  const long long total = n_rows * D;";
       mindims = "3";
     } else {
-      kargs = "const float* __restrict__ x, const long long* __restrict__ idx, float* __restrict__ y";
+      kargs =
+          "const float* __restrict__ x, const long long* __restrict__ idx, float* __restrict__ y";
       body = "  y[t] = x[t * D + idx[t]];";
-      launch = "  const long long n_rows = args->dims[0], D = args->dims[1];\n  const long long total = n_rows;";
+      launch =
+          "  const long long n_rows = args->dims[0], D = args->dims[1];\n  const long long total = "
+          "n_rows;";
     }
-    largs = "(const float*)args->inputs[0], (const long long*)args->inputs[1], (float*)args->outputs[0]";
+    largs =
+        "(const float*)args->inputs[0], (const long long*)args->inputs[1], "
+        "(float*)args->outputs[0]";
     for (int threads : {128, 256}) {
       auto v = base_variant(family, "cuda", *info, op_params, {{"THREADS", threads}});
-      finish(v, fill(kCudaGather, {{"THREADS", std::to_string(threads)}, {"KARGS", kargs}, {"BODY", body},
-                                   {"LAUNCH", launch}, {"LARGS", largs}, {"MINDIMS", mindims}}),
-             op == "scatter_add_rows" ? "zero the output, then one thread per source element with atomicAdd"
-                                      : "one thread per output element");
+      finish(v,
+             fill(kCudaGather, {{"THREADS", std::to_string(threads)},
+                                {"KARGS", kargs},
+                                {"BODY", body},
+                                {"LAUNCH", launch},
+                                {"LARGS", largs},
+                                {"MINDIMS", mindims}}),
+             op == "scatter_add_rows"
+                 ? "zero the output, then one thread per source element with atomicAdd"
+                 : "one thread per output element");
     }
   } else if (op == "matvec") {
     for (int threads : {128, 256}) {
@@ -786,16 +869,19 @@ std::vector<KernelVariant> general_family_variants(const std::string& family,
     }
   } else if (cat == "matmul") {
     bool bmm = op == "bmm";
-    std::string sizes = bmm ? "  const long long Bt = args->dims[0], M = args->dims[1], K = args->dims[2];\n"
-                              "  const long long N = (long long)task_param(args, 3, 0);"
-                            : "  const long long Bt = 1, M = args->dims[0], K = args->dims[1];\n"
-                              "  const long long N = (long long)task_param(args, 2, 0);";
+    std::string sizes =
+        bmm ? "  const long long Bt = args->dims[0], M = args->dims[1], K = args->dims[2];\n"
+              "  const long long N = (long long)task_param(args, 3, 0);"
+            : "  const long long Bt = 1, M = args->dims[0], K = args->dims[1];\n"
+              "  const long long N = (long long)task_param(args, 2, 0);";
     for (int tile : {16, 32}) {
       auto v = base_variant(family, "cuda", *info, op_params, {{"TILE", tile}});
-      finish(v, fill(kCudaMatmul, {{"TILE", std::to_string(tile)},
-                                   {"BIAS", op != "matmul" && !bmm ? "true" : "false"},
-                                   {"ACT", act_of_matmul(op)}, {"SIZES", sizes},
-                                   {"MINDIMS", bmm ? "4" : "3"}}),
+      finish(v,
+             fill(kCudaMatmul, {{"TILE", std::to_string(tile)},
+                                {"BIAS", op != "matmul" && !bmm ? "true" : "false"},
+                                {"ACT", act_of_matmul(op)},
+                                {"SIZES", sizes},
+                                {"MINDIMS", bmm ? "4" : "3"}}),
              std::to_string(tile) + "x" + std::to_string(tile) +
                  " shared-memory tiles of A and B, one output per thread, fp32 FMA, bias and "
                  "activation fused in the epilogue");

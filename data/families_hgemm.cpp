@@ -15,9 +15,10 @@ const char* kHgemmContract =
     "the given stream; M, N and K are multiples of 64";
 
 std::string contract(const std::string& layout, const std::string& acc) {
-  return fill(kHgemmContract,
-              {{"BLAYOUT", layout == "nn" ? "row-major (KxN)" : "column-major (KxN, i.e. NxK row-major)"},
-               {"ACC", acc == "f32" ? "fp32" : "fp16"}});
+  return fill(
+      kHgemmContract,
+      {{"BLAYOUT", layout == "nn" ? "row-major (KxN)" : "column-major (KxN, i.e. NxK row-major)"},
+       {"ACC", acc == "f32" ? "fp32" : "fp16"}});
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -526,102 +527,108 @@ extern "C" int kernelrl_launch(const kernelrl_args* args, void* stream) {
 )CUDA";
 
 // ---------------------------------------------------------------------------------------------
-const char* kHostTemplate = R"CPP(// HGEMM on the host (plain C++): $SUMMARY$
+const char* kHostTemplate =
+    R"CPP(// HGEMM on the host (plain C++): $SUMMARY$
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-$ABI$
-namespace {
+          $ABI$
+          namespace {
 
-constexpr int TILE = $TILE$;              // cache block (rows and columns of C, depth of K)
-constexpr bool B_COL_MAJOR = $TN_LAYOUT$; // layout tn: B(k, n) at B[n * K + k]
-constexpr bool ACC_F16 = $ACC16$;         // round the running sum to fp16 after every k block
+          constexpr int TILE = $TILE$;  // cache block (rows and columns of C, depth of K)
+          constexpr bool B_COL_MAJOR = $TN_LAYOUT$;  // layout tn: B(k, n) at B[n * K + k]
+          constexpr bool ACC_F16 = $ACC16$;  // round the running sum to fp16 after every k block
 
-float half_to_float(uint16_t h) {
-  const uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
-  uint32_t exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu, bits;
-  if (exp == 0) {
-    if (mant == 0) {
-      bits = sign;
-    } else {  // subnormal: normalize
-      exp = 127 - 15 + 1;
-      while (!(mant & 0x400u)) { mant <<= 1; --exp; }
-      bits = sign | (exp << 23) | ((mant & 0x3ffu) << 13);
-    }
-  } else if (exp == 31) {
-    bits = sign | 0x7f800000u | (mant << 13);
-  } else {
-    bits = sign | ((exp - 15 + 127) << 23) | (mant << 13);
-  }
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
-
-uint16_t float_to_half(float f) {  // round to nearest even
-  uint32_t x;
-  std::memcpy(&x, &f, 4);
-  const uint16_t sign = (uint16_t)((x >> 16) & 0x8000u);
-  const uint32_t ax = x & 0x7fffffffu;
-  if (ax >= 0x7f800000u) return sign | 0x7c00u | (ax > 0x7f800000u ? 0x200u : 0u);
-  if (ax >= 0x477ff000u) return sign | 0x7c00u;  // overflow to inf
-  if (ax < 0x38800000u) {                        // subnormal or zero
-    if (ax < 0x33000000u) return sign;
-    const uint32_t e = ax >> 23, m = (ax & 0x7fffffu) | 0x800000u;
-    const int shift = 126 - (int)e;
-    uint32_t r = m >> shift;
-    const uint32_t rem = m & ((1u << shift) - 1), half = 1u << (shift - 1);
-    if (rem > half || (rem == half && (r & 1u))) ++r;
-    return sign | (uint16_t)r;
-  }
-  uint32_t r = ((ax >> 13) - (112u << 10));
-  const uint32_t rem = ax & 0x1fffu;
-  if (rem > 0x1000u || (rem == 0x1000u && (r & 1u))) ++r;
-  return sign | (uint16_t)r;
-}
-
-}  // namespace
-
-extern "C" int kernelrl_launch(const kernelrl_args* args, void* /*stream: host backend*/) {
-  if (args->n_inputs < 2 || args->n_outputs < 1 || args->n_dims < 3) return 1;
-  const int64_t M = args->dims[0], N = args->dims[1], K = args->dims[2];
-  if (M <= 0 || N <= 0 || K <= 0 || M % 64 || N % 64 || K % 64) return 2;
-  const uint16_t* A = (const uint16_t*)args->inputs[0];
-  const uint16_t* B = (const uint16_t*)args->inputs[1];
-  uint16_t* C = (uint16_t*)args->outputs[0];
-  float a_blk[TILE * TILE], b_blk[TILE * TILE], c_blk[TILE * TILE];
-  for (int64_t i0 = 0; i0 < M; i0 += TILE)
-    for (int64_t j0 = 0; j0 < N; j0 += TILE) {
-      for (int t = 0; t < TILE * TILE; ++t) c_blk[t] = 0.0f;
-      for (int64_t k0 = 0; k0 < K; k0 += TILE) {
-        for (int i = 0; i < TILE; ++i)
-          for (int k = 0; k < TILE; ++k) a_blk[i * TILE + k] = half_to_float(A[(i0 + i) * K + k0 + k]);
-        for (int k = 0; k < TILE; ++k)
-          for (int j = 0; j < TILE; ++j)
-            b_blk[k * TILE + j] = half_to_float(B_COL_MAJOR ? B[(j0 + j) * K + k0 + k]
-                                                            : B[(k0 + k) * N + j0 + j]);
-        for (int i = 0; i < TILE; ++i)
-          for (int k = 0; k < TILE; ++k) {
-            const float a = a_blk[i * TILE + k];
-            for (int j = 0; j < TILE; ++j) c_blk[i * TILE + j] += a * b_blk[k * TILE + j];
+          float half_to_float(uint16_t h) {
+            const uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+            uint32_t exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu, bits;
+            if (exp == 0) {
+              if (mant == 0) {
+                bits = sign;
+              } else {  // subnormal: normalize
+                exp = 127 - 15 + 1;
+                while (!(mant & 0x400u)) {
+                  mant <<= 1;
+                  --exp;
+                }
+                bits = sign | (exp << 23) | ((mant & 0x3ffu) << 13);
+              }
+            } else if (exp == 31) {
+              bits = sign | 0x7f800000u | (mant << 13);
+            } else {
+              bits = sign | ((exp - 15 + 127) << 23) | (mant << 13);
+            }
+            float f;
+            std::memcpy(&f, &bits, 4);
+            return f;
           }
-        if (ACC_F16)
-          for (int t = 0; t < TILE * TILE; ++t) c_blk[t] = half_to_float(float_to_half(c_blk[t]));
-      }
-      for (int i = 0; i < TILE; ++i)
-        for (int j = 0; j < TILE; ++j) C[(i0 + i) * N + j0 + j] = float_to_half(c_blk[i * TILE + j]);
-    }
-  return 0;
-}
+
+          uint16_t float_to_half(float f) {  // round to nearest even
+            uint32_t x;
+            std::memcpy(&x, &f, 4);
+            const uint16_t sign = (uint16_t)((x >> 16) & 0x8000u);
+            const uint32_t ax = x & 0x7fffffffu;
+            if (ax >= 0x7f800000u) return sign | 0x7c00u | (ax > 0x7f800000u ? 0x200u : 0u);
+            if (ax >= 0x477ff000u) return sign | 0x7c00u;  // overflow to inf
+            if (ax < 0x38800000u) {                        // subnormal or zero
+              if (ax < 0x33000000u) return sign;
+              const uint32_t e = ax >> 23, m = (ax & 0x7fffffu) | 0x800000u;
+              const int shift = 126 - (int)e;
+              uint32_t r = m >> shift;
+              const uint32_t rem = m & ((1u << shift) - 1), half = 1u << (shift - 1);
+              if (rem > half || (rem == half && (r & 1u))) ++r;
+              return sign | (uint16_t)r;
+            }
+            uint32_t r = ((ax >> 13) - (112u << 10));
+            const uint32_t rem = ax & 0x1fffu;
+            if (rem > 0x1000u || (rem == 0x1000u && (r & 1u))) ++r;
+            return sign | (uint16_t)r;
+          }
+
+          }  // namespace
+
+          extern "C" int kernelrl_launch(const kernelrl_args* args, void* /*stream: host
+                                                                             backend*/) {
+            if (args->n_inputs < 2 || args->n_outputs < 1 || args->n_dims < 3) return 1;
+            const int64_t M = args->dims[0], N = args->dims[1], K = args->dims[2];
+            if (M <= 0 || N <= 0 || K <= 0 || M % 64 || N % 64 || K % 64) return 2;
+            const uint16_t* A = (const uint16_t*)args->inputs[0];
+            const uint16_t* B = (const uint16_t*)args->inputs[1];
+            uint16_t* C = (uint16_t*)args->outputs[0];
+            float a_blk[TILE * TILE], b_blk[TILE * TILE], c_blk[TILE * TILE];
+            for (int64_t i0 = 0; i0 < M; i0 += TILE)
+              for (int64_t j0 = 0; j0 < N; j0 += TILE) {
+                for (int t = 0; t < TILE * TILE; ++t) c_blk[t] = 0.0f;
+                for (int64_t k0 = 0; k0 < K; k0 += TILE) {
+                  for (int i = 0; i < TILE; ++i)
+                    for (int k = 0; k < TILE; ++k)
+                      a_blk[i * TILE + k] = half_to_float(A[(i0 + i) * K + k0 + k]);
+                  for (int k = 0; k < TILE; ++k)
+                    for (int j = 0; j < TILE; ++j)
+                      b_blk[k * TILE + j] = half_to_float(B_COL_MAJOR ? B[(j0 + j) * K + k0 + k]
+                                                                      : B[(k0 + k) * N + j0 + j]);
+                  for (int i = 0; i < TILE; ++i)
+                    for (int k = 0; k < TILE; ++k) {
+                      const float a = a_blk[i * TILE + k];
+                      for (int j = 0; j < TILE; ++j) c_blk[i * TILE + j] += a * b_blk[k * TILE + j];
+                    }
+                  if (ACC_F16)
+                    for (int t = 0; t < TILE * TILE; ++t) c_blk[t] = half_to_float(float_to_half(c_blk[t]));
+                }
+                for (int i = 0; i < TILE; ++i)
+                  for (int j = 0; j < TILE; ++j)
+                    C[(i0 + i) * N + j0 + j] = float_to_half(c_blk[i * TILE + j]);
+              }
+            return 0;
+          }
 )CPP";
 
 std::string layout_word(const std::string& layout) {
   return layout == "nn" ? "B row-major (nn)" : "B column-major (tn)";
 }
 
-KernelVariant make(const std::string& family, const std::string& backend,
-                   const std::string& layout, const std::string& acc,
-                   std::vector<std::pair<std::string, int64_t>> params) {
+KernelVariant make(const std::string& family, const std::string& backend, const std::string& layout,
+                   const std::string& acc, std::vector<std::pair<std::string, int64_t>> params) {
   KernelVariant v;
   v.family = family;
   v.backend = backend;
@@ -661,10 +668,12 @@ void finish_tiled(KernelVariant& v) {
   v.instruction = "Write a CUDA HGEMM kernel for KernelRL's kernelrl_launch contract: " +
                   contract(v.layout, v.acc) +
                   ". Use a classic shared-memory tiled SIMT kernel (no tensor cores): each block "
-                  "computes a " + std::to_string(p("BM")) + "x" + std::to_string(p("BN")) +
-                  " tile of C, staging " + std::to_string(p("BK")) +
+                  "computes a " +
+                  std::to_string(p("BM")) + "x" + std::to_string(p("BN")) + " tile of C, staging " +
+                  std::to_string(p("BK")) +
                   "-deep slices of A and B in shared memory (k-major, padded), and each thread "
-                  "accumulates a " + std::to_string(p("TM")) + "x" + std::to_string(p("TN")) +
+                  "accumulates a " +
+                  std::to_string(p("TM")) + "x" + std::to_string(p("TN")) +
                   " register tile; rows and columns past M and N are zero-filled on load and "
                   "skipped on store.";
 }
@@ -689,7 +698,8 @@ void finish_wmma(KernelVariant& v) {
                   " block tile with " + std::to_string(warps) + " warps of " +
                   std::to_string(p("WM")) + "x" + std::to_string(p("WN")) +
                   " each, 32-deep k slices loaded with 16-byte vector loads into padded shared "
-                  "memory, " + (v.layout == "tn" ? "col_major B fragments" : "row_major B fragments") +
+                  "memory, " +
+                  (v.layout == "tn" ? "col_major B fragments" : "row_major B fragments") +
                   ", and an epilogue that stages each fragment through shared memory to convert "
                   "to fp16 with bounds checks.";
 }
@@ -716,9 +726,9 @@ void finish_mma(KernelVariant& v) {
       << p("STAGES") << "-stage cp.async pipeline (" << p("VEC") * 2
       << "-byte copies, zero-fill past M and N) and XOR-swizzled shared memory so ldmatrix is "
          "bank-conflict free. Block tile "
-      << p("BM") << "x" << p("BN") << "x" << p("BK") << " with " << warps << " warps of "
-      << p("WM") << "x" << p("WN") << "; grouped block rasterization with groups of "
-      << p("GROUP") << " block rows for L2 reuse";
+      << p("BM") << "x" << p("BN") << "x" << p("BK") << " with " << warps << " warps of " << p("WM")
+      << "x" << p("WN") << "; grouped block rasterization with groups of " << p("GROUP")
+      << " block rows for L2 reuse";
   if (p("SPLITK") > 1)
     ins << "; split-K into " << p("SPLITK")
         << " slices accumulated in fp32 in the workspace with atomics, then converted to fp16 "
@@ -739,12 +749,14 @@ void finish_host(KernelVariant& v) {
   std::string summary = "cache blocks of " + std::to_string(tile) + ", " + layout_word(v.layout) +
                         ", " + v.acc + " accumulation";
   v.source = fill(kHostTemplate, common_keys(v, summary));
-  v.instruction = "Write a host (CPU, plain C++17) HGEMM for KernelRL's kernelrl_launch contract "
-                  "(the stream argument is null and ignored): " + contract(v.layout, v.acc) +
-                  ". fp16 values are raw 16-bit patterns: convert them to float and back with "
-                  "round-to-nearest-even by bit manipulation; block the loops in " +
-                  std::to_string(tile) + "x" + std::to_string(tile) + " tiles of C and K for cache reuse" +
-                  (v.acc == "f16" ? ", rounding the running sums to fp16 after every k block." : ".");
+  v.instruction =
+      "Write a host (CPU, plain C++17) HGEMM for KernelRL's kernelrl_launch contract "
+      "(the stream argument is null and ignored): " +
+      contract(v.layout, v.acc) +
+      ". fp16 values are raw 16-bit patterns: convert them to float and back with "
+      "round-to-nearest-even by bit manipulation; block the loops in " +
+      std::to_string(tile) + "x" + std::to_string(tile) + " tiles of C and K for cache reuse" +
+      (v.acc == "f16" ? ", rounding the running sums to fp16 after every k block." : ".");
 }
 
 }  // namespace
@@ -754,8 +766,8 @@ std::vector<KernelVariant> hgemm_family_variants(const std::string& family) {
   for (const std::string layout : {"nn", "tn"})
     for (const std::string acc : {"f32", "f16"}) {
       if (family == "hgemm_tiled") {
-        const int tiles[][5] = {{64, 64, 16, 4, 4}, {128, 128, 16, 8, 8}, {64, 128, 16, 4, 8},
-                                {128, 64, 32, 8, 4}};
+        const int tiles[][5] = {
+            {64, 64, 16, 4, 4}, {128, 128, 16, 8, 8}, {64, 128, 16, 4, 8}, {128, 64, 32, 8, 4}};
         for (auto& t : tiles) {
           auto v = make(family, "cuda", layout, acc,
                         {{"BM", t[0]}, {"BN", t[1]}, {"BK", t[2]}, {"TM", t[3]}, {"TN", t[4]}});
@@ -763,8 +775,11 @@ std::vector<KernelVariant> hgemm_family_variants(const std::string& family) {
           out.push_back(v);
         }
       } else if (family == "hgemm_wmma") {
-        const int tiles[][4] = {{64, 64, 32, 32}, {128, 128, 64, 64}, {128, 64, 64, 32},
-                                {64, 128, 32, 64}, {128, 128, 32, 64}};
+        const int tiles[][4] = {{64, 64, 32, 32},
+                                {128, 128, 64, 64},
+                                {128, 64, 64, 32},
+                                {64, 128, 32, 64},
+                                {128, 128, 32, 64}};
         for (auto& t : tiles) {
           auto v = make(family, "cuda", layout, acc,
                         {{"BM", t[0]}, {"BN", t[1]}, {"WM", t[2]}, {"WN", t[3]}});
@@ -791,9 +806,16 @@ std::vector<KernelVariant> hgemm_family_variants(const std::string& family) {
                     if (minb > 1 && warps != 4) continue;  // 3 x 4 warps: <= 170 registers
                     if (split > 1 && t[0] * t[1] > 128 * 128) continue;  // split-K: small C
                     auto v = make(family, "cuda", layout, acc,
-                                  {{"BM", t[0]}, {"BN", t[1]}, {"BK", t[2]}, {"WM", t[3]},
-                                   {"WN", t[4]}, {"STAGES", t[5]}, {"SPLITK", split},
-                                   {"GROUP", group}, {"VEC", vec}, {"EPI", epi},
+                                  {{"BM", t[0]},
+                                   {"BN", t[1]},
+                                   {"BK", t[2]},
+                                   {"WM", t[3]},
+                                   {"WN", t[4]},
+                                   {"STAGES", t[5]},
+                                   {"SPLITK", split},
+                                   {"GROUP", group},
+                                   {"VEC", vec},
+                                   {"EPI", epi},
                                    {"MINB", minb}});
                     finish_mma(v);
                     out.push_back(v);

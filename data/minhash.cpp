@@ -42,7 +42,10 @@ std::vector<std::string> code_tokens(const std::string& code) {
 }
 
 MinHashDeduper::MinHashDeduper(int64_t num_perm, int64_t bands, int64_t shingle, double threshold)
-    : num_perm_(num_perm), bands_(bands), rows_(num_perm / bands), shingle_(shingle),
+    : num_perm_(num_perm),
+      bands_(bands),
+      rows_(num_perm / bands),
+      shingle_(shingle),
       threshold_(threshold) {
   if (bands <= 0 || num_perm % bands != 0)
     throw std::invalid_argument("MinHash: bands must divide num_perm");

@@ -9,8 +9,12 @@ namespace {
 
 constexpr size_t npos = std::string::npos;
 
-bool ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
-bool space(char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; }
+bool ident_char(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+}
+bool space(char c) {
+  return std::isspace(static_cast<unsigned char>(c)) != 0;
+}
 
 std::string squeeze(std::string_view t) {
   std::string out;
@@ -208,16 +212,16 @@ class Scanner {
 
   size_t skip_literal(size_t i, size_t e) const {
     char q = s_[i];
-    if (q == '\'' && i > 0 && std::isxdigit(static_cast<unsigned char>(s_[i - 1])) &&
-        i + 1 < e && std::isxdigit(static_cast<unsigned char>(s_[i + 1]))) {
+    if (q == '\'' && i > 0 && std::isxdigit(static_cast<unsigned char>(s_[i - 1])) && i + 1 < e &&
+        std::isxdigit(static_cast<unsigned char>(s_[i + 1]))) {
       // Digit separator (1'000'000) unless it is a prefixed char literal (u'x', L'x').
       size_t k = i;
       while (k > 0 && ident_char(s_[k - 1])) --k;
       if (std::isdigit(static_cast<unsigned char>(s_[k]))) return i + 1;
     }
-    if (q == '"' && i > 0 && s_[i - 1] == 'R' && (i < 2 || !ident_char(s_[i - 2]) ||
-                                                  s_[i - 2] == '8' || s_[i - 2] == 'u' ||
-                                                  s_[i - 2] == 'U' || s_[i - 2] == 'L')) {
+    if (q == '"' && i > 0 && s_[i - 1] == 'R' &&
+        (i < 2 || !ident_char(s_[i - 2]) || s_[i - 2] == '8' || s_[i - 2] == 'u' ||
+         s_[i - 2] == 'U' || s_[i - 2] == 'L')) {
       size_t open = s_.find('(', i);
       if (open != npos && open < e && open - i <= 17) {
         std::string close = ")" + s_.substr(i + 1, open - i - 1) + "\"";
@@ -419,8 +423,9 @@ class Scanner {
            w == "sizeof" || w == "static_assert" || all_caps_macro(w);
   }
 
-  void handle(size_t hdr, size_t brace, size_t close, const std::vector<std::pair<size_t, size_t>>& comments,
-              const std::string& prefix, int depth) {
+  void handle(size_t hdr, size_t brace, size_t close,
+              const std::vector<std::pair<size_t, size_t>>& comments, const std::string& prefix,
+              int depth) {
     size_t cs = code_start(hdr, brace);
     std::string h = code_text(cs, brace);
     bool is_template = false;
@@ -439,13 +444,14 @@ class Scanner {
     if (k0 < toks.size()) {
       std::string ns;
       for (size_t k = k0 + 1; k < toks.size() && toks[k] != "{"; ++k) {
-        if (toks[k] == "[" ) break;
+        if (toks[k] == "[") break;
         ns += toks[k];
       }
-      if (depth < 64) scan_scope(brace + 1, close, prefix + (ns.empty() ? "" : ns + "::"), false, depth + 1);
+      if (depth < 64)
+        scan_scope(brace + 1, close, prefix + (ns.empty() ? "" : ns + "::"), false, depth + 1);
       return;
     }
-    if (toks[0] == "extern" && toks.size() >= 2 && toks[1].size() > 0 && toks[1][0] == '"' ) {
+    if (toks[0] == "extern" && toks.size() >= 2 && toks[1].size() > 0 && toks[1][0] == '"') {
       if (depth < 64) scan_scope(brace + 1, close, prefix, false, depth + 1);
       return;
     }
@@ -511,7 +517,7 @@ class Scanner {
       if (op != npos && op < p && q - op <= 40 && (op == 0 || !ident_char(r[op - 1]))) {
         name = squeeze(r.substr(op, p - op));
         // operator() : the name's parens are the first group, the parameters the second.
-        if (name == "operator" ) name = "operator()";
+        if (name == "operator") name = "operator()";
         break;
       }
       if (!w.empty() && !is_attribute_call(w) && !std::isdigit(static_cast<unsigned char>(w[0]))) {
@@ -552,7 +558,9 @@ class Scanner {
   std::vector<size_t> newlines_;
 };
 
-bool contains(const std::string& s, const char* what) { return s.find(what) != npos; }
+bool contains(const std::string& s, const char* what) {
+  return s.find(what) != npos;
+}
 
 }  // namespace
 
@@ -610,9 +618,11 @@ std::vector<std::string> detect_features(const std::string& c) {
       "tensor_core_mma");
   add(contains(c, "wgmma"), "wgmma");
   add(contains(c, "ldmatrix") || contains(c, "stmatrix"), "ldmatrix");
-  add(contains(c, "cp.async") || contains(c, "memcpy_async") || contains(c, "__pipeline_memcpy_async"),
+  add(contains(c, "cp.async") || contains(c, "memcpy_async") ||
+          contains(c, "__pipeline_memcpy_async"),
       "cp_async");
-  add(contains(c, "cp.async.bulk") || contains(c, "cp.reduce.async.bulk") || contains(c, "tensormap"),
+  add(contains(c, "cp.async.bulk") || contains(c, "cp.reduce.async.bulk") ||
+          contains(c, "tensormap"),
       "tma");
   add(contains(c, "mbarrier"), "mbarrier");
   add(contains(c, "__shfl") || contains(c, "shfl.sync"), "warp_shuffle");
@@ -630,19 +640,20 @@ std::vector<std::string> detect_features(const std::string& c) {
   add(contains(c, "__half") || contains(c, "half2") || contains(c, ".f16"), "half_precision");
   add(contains(c, "bfloat16") || contains(c, ".bf16"), "bfloat16");
   add(contains(c, "fp8") || contains(c, "e4m3") || contains(c, "e5m2"), "fp8");
-  add(contains(c, "float4") || contains(c, "int4") || contains(c, "float2") || contains(c, "uint4") ||
-          contains(c, ".v4.") || contains(c, ".v2."),
+  add(contains(c, "float4") || contains(c, "int4") || contains(c, "float2") ||
+          contains(c, "uint4") || contains(c, ".v4.") || contains(c, ".v2."),
       "vector_types");
   add(contains(c, "cooperative_groups") || contains(c, "cg::") || contains(c, "thread_block"),
       "cooperative_groups");
-  add(contains(c, "tex1D") || contains(c, "tex2D") || contains(c, "tex3D") || contains(c, "surf2D") ||
-          contains(c, "texture<"),
+  add(contains(c, "tex1D") || contains(c, "tex2D") || contains(c, "tex3D") ||
+          contains(c, "surf2D") || contains(c, "texture<"),
       "texture");
   add(contains(c, "__launch_bounds__"), "launch_bounds");
   add(contains(c, "threadIdx") || contains(c, "blockIdx") || contains(c, "%tid") ||
           contains(c, "%ctaid"),
       "thread_indexing");
-  add(contains(c, "for (") || contains(c, "for(") || contains(c, "while (") || contains(c, "while("),
+  add(contains(c, "for (") || contains(c, "for(") || contains(c, "while (") ||
+          contains(c, "while("),
       "loops");
   add(contains(c, "__ldg") || contains(c, "ld.global.nc") || contains(c, "__ldcs") ||
           contains(c, "__stcs"),

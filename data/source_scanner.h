@@ -17,7 +17,7 @@ struct SourceUnit {
   std::string doc;        // the comment block right before the unit, markers stripped
   std::string code;       // the unit's source text from its signature to its closing brace
   bool is_template = false;
-  int line = 0;           // 1-based line of the signature's start
+  int line = 0;  // 1-based line of the signature's start
 };
 
 std::vector<SourceUnit> scan_source(const std::string& text);

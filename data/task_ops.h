@@ -15,18 +15,22 @@ struct OpTensor {
   std::string name;
   std::vector<std::string> shape;  // size names, e.g. {"B", "D"}
   std::string dtype = "f32";
-  std::string init = "normal";     // normal | positive | index (then `index_of` gives the bound)
-  std::string index_of;            // for init=index: values in [0, size index_of)
+  std::string init = "normal";  // normal | positive | index (then `index_of` gives the bound)
+  std::string index_of;         // for init=index: values in [0, size index_of)
   OpTensor(std::string n, std::vector<std::string> s, std::string dt = "f32",
            std::string in = "normal", std::string idx = "")
-      : name(std::move(n)), shape(std::move(s)), dtype(std::move(dt)), init(std::move(in)),
+      : name(std::move(n)),
+        shape(std::move(s)),
+        dtype(std::move(dt)),
+        init(std::move(in)),
         index_of(std::move(idx)) {}
 };
 
 struct OpInfo {
   std::string name;
-  std::string category;  // elementwise | reduction | softmax | norm | transpose | gather_scatter | matmul
-  std::string formula;   // what it computes, for the prompt
+  std::string
+      category;  // elementwise | reduction | softmax | norm | transpose | gather_scatter | matmul
+  std::string formula;             // what it computes, for the prompt
   std::vector<std::string> sizes;  // kernelrl_args.dims in this order
   std::vector<OpTensor> inputs, outputs;
   std::vector<std::string> params;  // scalar names, in TaskSpec.params order

@@ -102,7 +102,8 @@ std::string describe(const TaskSpec& t, const OpInfo& op, const std::string& ext
 
 }  // namespace
 
-std::vector<TaskSpec> load_task_suite(const std::filesystem::path& file, const std::string& backend) {
+std::vector<TaskSpec> load_task_suite(const std::filesystem::path& file,
+                                      const std::string& backend) {
   if (backend != "gpu" && backend != "host")
     throw UserError("task suite backend \"" + backend + "\": expected gpu or host");
   YAML::Node root;
@@ -126,8 +127,8 @@ std::vector<TaskSpec> load_task_suite(const std::filesystem::path& file, const s
     const YAML::Node n = tasks[i];
     const std::string path = where + "tasks[" + std::to_string(i) + "]";
     if (!n.IsMap()) throw ConfigError(path + ": expected a mapping");
-    static const std::set<std::string> kKeys = {"name", "op", "description", "sizes", "host_sizes",
-                                                "params", "atol", "rtol", "holdout"};
+    static const std::set<std::string> kKeys = {
+        "name", "op", "description", "sizes", "host_sizes", "params", "atol", "rtol", "holdout"};
     for (auto it = n.begin(); it != n.end(); ++it) {
       std::string k = it->first.as<std::string>();
       if (!kKeys.count(k))
@@ -147,7 +148,8 @@ std::vector<TaskSpec> load_task_suite(const std::filesystem::path& file, const s
     t.kind = "general";
     t.name = str("name", true);
     t.op = str("op", true);
-    if (!names.insert(t.name).second) throw ConfigError(path + ".name: duplicate task name \"" + t.name + "\"");
+    if (!names.insert(t.name).second)
+      throw ConfigError(path + ".name: duplicate task name \"" + t.name + "\"");
     const OpInfo* op = find_op(t.op);
     if (!op) {
       std::string all;
@@ -159,7 +161,8 @@ std::vector<TaskSpec> load_task_suite(const std::filesystem::path& file, const s
       const YAML::Node x = n[key];
       if (!x) {
         if (expected.empty()) return m;
-        throw ConfigError(path + "." + key + ": missing (needs " + std::to_string(expected.size()) + " values)");
+        throw ConfigError(path + "." + key + ": missing (needs " + std::to_string(expected.size()) +
+                          " values)");
       }
       if (!x.IsMap()) throw ConfigError(path + "." + key + ": expected a mapping name: value");
       for (auto it = x.begin(); it != x.end(); ++it) {
@@ -188,7 +191,8 @@ std::vector<TaskSpec> load_task_suite(const std::filesystem::path& file, const s
     auto host_sizes = read_map("host_sizes", op->sizes, true);
     auto params = read_map("params", op->params, false);
     std::map<std::string, int64_t> sizes;
-    for (const auto& [k, v] : backend == "host" ? host_sizes : gpu_sizes) sizes[k] = static_cast<int64_t>(v);
+    for (const auto& [k, v] : backend == "host" ? host_sizes : gpu_sizes)
+      sizes[k] = static_cast<int64_t>(v);
     for (const auto& x : op->inputs)
       t.inputs.push_back({x.name, resolve(x.shape, sizes), x.dtype, x.init});
     for (const auto& x : op->outputs)
@@ -244,11 +248,13 @@ TaskSpec hgemm_task(int64_t m, int64_t n, int64_t k, const std::string& layout,
   t.name = "hgemm_" + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) + "_" +
            layout + (acc == "f16" ? "_acc16" : "");
   t.inputs = {{"A", {m, k}, "f16", "normal"},
-              {"B", layout == "nn" ? std::vector<int64_t>{k, n} : std::vector<int64_t>{n, k}, "f16", "normal"}};
+              {"B", layout == "nn" ? std::vector<int64_t>{k, n} : std::vector<int64_t>{n, k}, "f16",
+               "normal"}};
   t.outputs = {{"C", {m, n}, "f16", "normal"}};
-  t.description = "C[M,N] = A[M,K] * B[K,N] in fp16 with " + std::string(acc == "f32" ? "fp32" : "fp16") +
-                  " accumulation, M=" + std::to_string(m) + ", N=" + std::to_string(n) + ", K=" +
-                  std::to_string(k) + ", layout " + layout + " (B " +
+  t.description = "C[M,N] = A[M,K] * B[K,N] in fp16 with " +
+                  std::string(acc == "f32" ? "fp32" : "fp16") +
+                  " accumulation, M=" + std::to_string(m) + ", N=" + std::to_string(n) +
+                  ", K=" + std::to_string(k) + ", layout " + layout + " (B " +
                   (layout == "nn" ? "row-major KxN" : "column-major, i.e. NxK row-major") +
                   "); inputs[0]=A, inputs[1]=B, outputs[0]=C, dims={M,N,K}";
   return t;
@@ -257,9 +263,10 @@ TaskSpec hgemm_task(int64_t m, int64_t n, int64_t k, const std::string& layout,
 std::vector<TaskSpec> hgemm_grid(const std::string& name_or_file) {
   std::vector<TaskSpec> out;
   if (name_or_file == "full" || name_or_file == "small") {
-    std::vector<int64_t> v = name_or_file == "full"
-                                 ? std::vector<int64_t>{64, 128, 256, 512, 1024, 2048, 4096, 8192, 12288, 16384}
-                                 : std::vector<int64_t>{256, 4096, 16384};
+    std::vector<int64_t> v =
+        name_or_file == "full"
+            ? std::vector<int64_t>{64, 128, 256, 512, 1024, 2048, 4096, 8192, 12288, 16384}
+            : std::vector<int64_t>{256, 4096, 16384};
     for (int64_t m : v)
       for (int64_t n : v)
         for (int64_t k : v) out.push_back(hgemm_task(m, n, k));
@@ -268,10 +275,10 @@ std::vector<TaskSpec> hgemm_grid(const std::string& name_or_file) {
   if (name_or_file == "llm") {
     // (N, K) of the q/k/v, output, gate/up and down projections, one row per model.
     const int64_t layers[][2] = {
-        {12288, 4096}, {4096, 4096}, {22016, 4096}, {4096, 11008},   // Llama-2-7B
-        {6144, 4096},  {28672, 4096}, {4096, 14336},                 // Llama-3-8B (o as above)
-        {10240, 8192}, {8192, 8192}, {57344, 8192}, {8192, 28672},   // Llama-3-70B
-        {4608, 3584},  {3584, 3584}, {37888, 3584}, {3584, 18944}};  // Qwen2.5-7B
+        {12288, 4096}, {4096, 4096},  {22016, 4096}, {4096, 11008},   // Llama-2-7B
+        {6144, 4096},  {28672, 4096}, {4096, 14336},                  // Llama-3-8B (o as above)
+        {10240, 8192}, {8192, 8192},  {57344, 8192}, {8192, 28672},   // Llama-3-70B
+        {4608, 3584},  {3584, 3584},  {37888, 3584}, {3584, 18944}};  // Qwen2.5-7B
     for (int64_t m : {128, 4096})
       for (const auto& l : layers) out.push_back(hgemm_task(m, l[0], l[1]));
     return out;
@@ -280,7 +287,8 @@ std::vector<TaskSpec> hgemm_grid(const std::string& name_or_file) {
   if (!in)
     throw UserError("HGEMM grid \"" + name_or_file +
                     "\": not full, small or llm, and no such file of MxNxK lines");
-  static const std::regex re(R"(^\s*(\d+)\s*x\s*(\d+)\s*x\s*(\d+)(?:\s+(nn|tn))?(?:\s+(f32|f16))?\s*$)");
+  static const std::regex re(
+      R"(^\s*(\d+)\s*x\s*(\d+)\s*x\s*(\d+)(?:\s+(nn|tn))?(?:\s+(f32|f16))?\s*$)");
   std::string line;
   int lineno = 0;
   while (std::getline(in, line)) {
@@ -317,8 +325,9 @@ std::vector<at::Tensor> make_inputs(const TaskSpec& t, uint64_t seed, c10::Devic
   std::vector<at::Tensor> out;
   if (t.kind == "hgemm") {
     auto a = at::randn({t.m, t.k}, gen, at::TensorOptions().dtype(at::kFloat)).to(at::kHalf);
-    auto b = at::randn(t.layout == "nn" ? std::vector<int64_t>{t.k, t.n} : std::vector<int64_t>{t.n, t.k},
-                       gen, at::TensorOptions().dtype(at::kFloat))
+    auto b = at::randn(
+                 t.layout == "nn" ? std::vector<int64_t>{t.k, t.n} : std::vector<int64_t>{t.n, t.k},
+                 gen, at::TensorOptions().dtype(at::kFloat))
                  .to(at::kHalf);
     return {a.to(device), b.to(device)};
   }
@@ -332,7 +341,8 @@ std::vector<at::Tensor> make_inputs(const TaskSpec& t, uint64_t seed, c10::Devic
       int64_t bound = sizes.at(op.inputs[i].index_of);
       x = at::randint(0, bound, s.shape, gen, at::TensorOptions().dtype(scalar_type(s.dtype)));
     } else if (init == "positive") {
-      x = (at::rand(s.shape, gen, at::TensorOptions().dtype(at::kFloat)) + 0.5).to(scalar_type(s.dtype));
+      x = (at::rand(s.shape, gen, at::TensorOptions().dtype(at::kFloat)) + 0.5)
+              .to(scalar_type(s.dtype));
     } else {
       x = at::randn(s.shape, gen, at::TensorOptions().dtype(at::kFloat)).to(scalar_type(s.dtype));
     }
@@ -353,56 +363,103 @@ std::vector<at::Tensor> reference_outputs(const TaskSpec& t, const std::vector<a
   const std::string& o = t.op;
   const at::Tensor& x = in[0];
   at::Tensor y;
-  if (o == "relu") y = at::relu(x);
-  else if (o == "leaky_relu") y = at::leaky_relu(x, p(0));
-  else if (o == "gelu") y = at::gelu(x);
-  else if (o == "gelu_tanh") y = at::gelu(x, "tanh");
-  else if (o == "sigmoid") y = at::sigmoid(x);
-  else if (o == "tanh") y = at::tanh(x);
-  else if (o == "silu") y = at::silu(x);
-  else if (o == "softplus") y = at::softplus(x, 1.0, 20.0);
-  else if (o == "elu") y = at::elu(x, p(0));
-  else if (o == "hardtanh") y = at::hardtanh(x, p(0), p(1));
-  else if (o == "hardsigmoid") y = at::hardsigmoid(x);
-  else if (o == "mish") y = at::mish(x);
-  else if (o == "selu") y = at::selu(x);
-  else if (o == "softsign") y = x / (1 + x.abs());
-  else if (o == "scale_shift") y = x * p(0) + p(1);
-  else if (o == "add") y = x + in[1];
-  else if (o == "mul") y = x * in[1];
-  else if (o == "add_relu") y = at::relu(x + in[1]);
-  else if (o == "maximum") y = at::maximum(x, in[1]);
-  else if (o == "sum_rows") y = x.sum(1);
-  else if (o == "mean_rows") y = x.mean(1);
-  else if (o == "max_rows") y = x.amax(1);
-  else if (o == "min_rows") y = x.amin(1);
-  else if (o == "argmax_rows") y = x.argmax(1);
-  else if (o == "argmin_rows") y = x.argmin(1);
-  else if (o == "l2norm_rows") y = at::norm(x, 2, {1});
-  else if (o == "cumsum_rows") y = x.cumsum(1);
-  else if (o == "sum_cols") y = x.sum(0);
-  else if (o == "sum_all") y = x.sum().reshape({1});
-  else if (o == "softmax_rows") y = at::softmax(x, 1);
-  else if (o == "log_softmax_rows") y = at::log_softmax(x, 1);
-  else if (o == "softmax_scaled") y = at::softmax(x * p(0), 1);
-  else if (o == "layernorm") y = at::layer_norm(x, {x.size(1)}, in[1], in[2], p(0));
-  else if (o == "add_layernorm") y = at::layer_norm(x + in[1], {x.size(1)}, in[2], in[3], p(0));
-  else if (o == "rmsnorm") y = x * at::rsqrt(x.pow(2).mean(1, true) + p(0)) * in[1];
-  else if (o == "l2_normalize_rows") y = x / at::norm(x, 2, {1}, true).clamp_min(p(0));
-  else if (o == "transpose2d") y = x.t().contiguous();
-  else if (o == "transpose_021") y = x.transpose(1, 2).contiguous();
-  else if (o == "gather_rows") y = at::index_select(x, 0, in[1]);
+  if (o == "relu")
+    y = at::relu(x);
+  else if (o == "leaky_relu")
+    y = at::leaky_relu(x, p(0));
+  else if (o == "gelu")
+    y = at::gelu(x);
+  else if (o == "gelu_tanh")
+    y = at::gelu(x, "tanh");
+  else if (o == "sigmoid")
+    y = at::sigmoid(x);
+  else if (o == "tanh")
+    y = at::tanh(x);
+  else if (o == "silu")
+    y = at::silu(x);
+  else if (o == "softplus")
+    y = at::softplus(x, 1.0, 20.0);
+  else if (o == "elu")
+    y = at::elu(x, p(0));
+  else if (o == "hardtanh")
+    y = at::hardtanh(x, p(0), p(1));
+  else if (o == "hardsigmoid")
+    y = at::hardsigmoid(x);
+  else if (o == "mish")
+    y = at::mish(x);
+  else if (o == "selu")
+    y = at::selu(x);
+  else if (o == "softsign")
+    y = x / (1 + x.abs());
+  else if (o == "scale_shift")
+    y = x * p(0) + p(1);
+  else if (o == "add")
+    y = x + in[1];
+  else if (o == "mul")
+    y = x * in[1];
+  else if (o == "add_relu")
+    y = at::relu(x + in[1]);
+  else if (o == "maximum")
+    y = at::maximum(x, in[1]);
+  else if (o == "sum_rows")
+    y = x.sum(1);
+  else if (o == "mean_rows")
+    y = x.mean(1);
+  else if (o == "max_rows")
+    y = x.amax(1);
+  else if (o == "min_rows")
+    y = x.amin(1);
+  else if (o == "argmax_rows")
+    y = x.argmax(1);
+  else if (o == "argmin_rows")
+    y = x.argmin(1);
+  else if (o == "l2norm_rows")
+    y = at::norm(x, 2, {1});
+  else if (o == "cumsum_rows")
+    y = x.cumsum(1);
+  else if (o == "sum_cols")
+    y = x.sum(0);
+  else if (o == "sum_all")
+    y = x.sum().reshape({1});
+  else if (o == "softmax_rows")
+    y = at::softmax(x, 1);
+  else if (o == "log_softmax_rows")
+    y = at::log_softmax(x, 1);
+  else if (o == "softmax_scaled")
+    y = at::softmax(x * p(0), 1);
+  else if (o == "layernorm")
+    y = at::layer_norm(x, {x.size(1)}, in[1], in[2], p(0));
+  else if (o == "add_layernorm")
+    y = at::layer_norm(x + in[1], {x.size(1)}, in[2], in[3], p(0));
+  else if (o == "rmsnorm")
+    y = x * at::rsqrt(x.pow(2).mean(1, true) + p(0)) * in[1];
+  else if (o == "l2_normalize_rows")
+    y = x / at::norm(x, 2, {1}, true).clamp_min(p(0));
+  else if (o == "transpose2d")
+    y = x.t().contiguous();
+  else if (o == "transpose_021")
+    y = x.transpose(1, 2).contiguous();
+  else if (o == "gather_rows")
+    y = at::index_select(x, 0, in[1]);
   else if (o == "scatter_add_rows") {
     auto sizes = sizes_of(t, op);
     y = at::zeros({sizes.at("V"), x.size(1)}, x.options()).index_add_(0, in[1], x);
-  } else if (o == "take_along_rows") y = x.gather(1, in[1].unsqueeze(1)).squeeze(1);
-  else if (o == "matmul") y = at::matmul(x, in[1]);
-  else if (o == "matmul_bias_relu") y = at::relu(at::addmm(in[2], x, in[1]));
-  else if (o == "matmul_bias_gelu") y = at::gelu(at::addmm(in[2], x, in[1]));
-  else if (o == "matmul_bias_sigmoid") y = at::sigmoid(at::addmm(in[2], x, in[1]));
-  else if (o == "matvec") y = at::mv(x, in[1]);
-  else if (o == "bmm") y = at::bmm(x, in[1]);
-  else throw UserError("task " + t.name + ": op \"" + o + "\" has no reference");
+  } else if (o == "take_along_rows")
+    y = x.gather(1, in[1].unsqueeze(1)).squeeze(1);
+  else if (o == "matmul")
+    y = at::matmul(x, in[1]);
+  else if (o == "matmul_bias_relu")
+    y = at::relu(at::addmm(in[2], x, in[1]));
+  else if (o == "matmul_bias_gelu")
+    y = at::gelu(at::addmm(in[2], x, in[1]));
+  else if (o == "matmul_bias_sigmoid")
+    y = at::sigmoid(at::addmm(in[2], x, in[1]));
+  else if (o == "matvec")
+    y = at::mv(x, in[1]);
+  else if (o == "bmm")
+    y = at::bmm(x, in[1]);
+  else
+    throw UserError("task " + t.name + ": op \"" + o + "\" has no reference");
   return {y.contiguous().to(scalar_type(t.outputs.at(0).dtype))};
 }
 

@@ -10,8 +10,8 @@ namespace kernelrl {
 using json = nlohmann::json;
 
 std::string to_jsonl(const Triplet& t) {
-  json j = {{"id", t.id},         {"instruction", t.instruction}, {"context", t.context},
-            {"code", t.code},     {"source", t.source},           {"tags", t.tags}};
+  json j = {{"id", t.id},     {"instruction", t.instruction}, {"context", t.context},
+            {"code", t.code}, {"source", t.source},           {"tags", t.tags}};
   // Replace invalid UTF-8 (binary junk in a scanned file) instead of throwing.
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }

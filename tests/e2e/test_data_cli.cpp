@@ -17,11 +17,12 @@ const std::string kBin = KERNELRL_BIN;
 
 TEST(DataCli, BuildStatsSynth) {
   ScratchDir dir;
-  write_text(dir / "src/k.cu",
-             "/// Copies n floats with a grid-stride loop, one element per thread per step.\n"
-             "__global__ void copy_kernel(const float* x, float* y, int n) {\n"
-             "  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)\n"
-             "    y[i] = x[i];\n}\n");
+  write_text(
+      dir / "src/k.cu",
+      "/// Copies n floats with a grid-stride loop, one element per thread per step.\n"
+      "__global__ void copy_kernel(const float* x, float* y, int n) {\n"
+      "  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)\n"
+      "    y[i] = x[i];\n}\n");
   write_text(dir / "docs/a.md", "A grid-stride loop lets any grid size cover all n elements.\n");
   auto r = run_command(kBin + " data build --from " + (dir / "src").string() + " --docs " +
                        (dir / "docs").string() + " --out " + (dir / "c.jsonl").string() +
@@ -56,8 +57,8 @@ TEST(DataCli, BadInputExitsTwoWithOneLine) {
   r = run_command(kBin + " data stats " + (dir / "bad.jsonl").string());
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.output, HasSubstr("bad.jsonl:1:"));
-  r = run_command(kBin + " data build --from " + dir.path().string() + " --out " + (dir / "c.jsonl").string() +
-                  " --set min_chars=abc");
+  r = run_command(kBin + " data build --from " + dir.path().string() + " --out " +
+                  (dir / "c.jsonl").string() + " --set min_chars=abc");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.output, HasSubstr("min_chars"));
   r = run_command(kBin + " data synth --families nope --n 2 --out " + (dir / "s.jsonl").string() +

@@ -32,7 +32,8 @@ RewardConfig host_config(const testing::ScratchDir& dir) {
 TEST(DataFamiliesEval, HostVariantOfEveryFamilyPassesTheEvaluator) {
   testing::ScratchDir dir;
   Evaluator ev(host_config(dir), dir / "results.sqlite");
-  auto tasks = load_task_suite(std::string(KERNELRL_SOURCE_DIR) + "/configs/tasks/general.yaml", "host");
+  auto tasks =
+      load_task_suite(std::string(KERNELRL_SOURCE_DIR) + "/configs/tasks/general.yaml", "host");
   std::set<std::string> done;
   for (const auto& t : tasks) {
     const std::string cat = find_op(t.op)->category;
@@ -41,8 +42,9 @@ TEST(DataFamiliesEval, HostVariantOfEveryFamilyPassesTheEvaluator) {
     ASSERT_FALSE(vs.empty()) << t.name;
     auto r = ev.evaluate_one(t, vs.back().source);
     if (r.status == EvalStatus::unsupported) GTEST_SKIP() << r.reason;
-    EXPECT_EQ(r.status, EvalStatus::ok) << vs.back().name << " on " << t.name << ": " << r.check
-                                        << ": " << r.reason << "\n" << r.compile_log;
+    EXPECT_EQ(r.status, EvalStatus::ok)
+        << vs.back().name << " on " << t.name << ": " << r.check << ": " << r.reason << "\n"
+        << r.compile_log;
     EXPECT_GT(r.cand.median_us, 0) << t.name;
     if (cat == "elementwise") {
       // Negative control: the same variant computing 1 + f(x) must be caught.

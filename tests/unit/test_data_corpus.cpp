@@ -57,9 +57,9 @@ TEST(CorpusBuilder, BuildsTripletsWithContextAndDropsDuplicates) {
   cfg.min_chars = 60;
   auto rep = build_corpus(cfg, {dir / "src"}, {dir / "docs"}, dir / "out.jsonl");
   EXPECT_EQ(rep.files_scanned, 3);
-  EXPECT_EQ(rep.dropped_short, 2);      // tiny() in a.cu and in b.cuh
-  EXPECT_EQ(rep.exact_duplicates, 2);   // b.cuh's two kernels
-  EXPECT_GE(rep.near_duplicates, 1);    // c.cuh's reduce_kernel
+  EXPECT_EQ(rep.dropped_short, 2);     // tiny() in a.cu and in b.cuh
+  EXPECT_EQ(rep.exact_duplicates, 2);  // b.cuh's two kernels
+  EXPECT_GE(rep.near_duplicates, 1);   // c.cuh's reduce_kernel
   auto ts = read_triplets(dir / "out.jsonl");
   ASSERT_EQ(static_cast<int64_t>(ts.size()), rep.written);
   ASSERT_GE(ts.size(), 2u);
@@ -85,7 +85,9 @@ TEST(CorpusBuilder, BuildsTripletsWithContextAndDropsDuplicates) {
 
 TEST(CorpusBuilder, StatsCountDuplicates) {
   ScratchDir dir;
-  Triplet a{"a", "i", "c", "__global__ void k(float* x) { x[0] = 1.0f; x[1] = 2.0f; x[2] = 3.0f; }", "", {"kernel"}};
+  Triplet a{"a", "i",
+            "c", "__global__ void k(float* x) { x[0] = 1.0f; x[1] = 2.0f; x[2] = 3.0f; }",
+            "",  {"kernel"}};
   Triplet b = a;
   b.id = "b";
   Triplet c = a;  // same id, other code

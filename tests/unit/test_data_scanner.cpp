@@ -72,10 +72,10 @@ TEST(SourceScanner, FindsUnitsAndRespectsCommentsStringsAndPreprocessor) {
   auto units = scan_source(kSource);
   std::vector<std::string> got;
   for (const auto& u : units) got.push_back(u.kind + " " + u.name);
-  EXPECT_THAT(got, ::testing::ElementsAre("device_function outer::inner::add_h",
-                                          "kernel outer::block_sum", "class outer::Accum",
-                                          "function outer::Accum::Accum",
-                                          "function outer::Accum::mean", "function host_fn"));
+  EXPECT_THAT(
+      got, ::testing::ElementsAre("device_function outer::inner::add_h", "kernel outer::block_sum",
+                                  "class outer::Accum", "function outer::Accum::Accum",
+                                  "function outer::Accum::mean", "function host_fn"));
   const SourceUnit& add = units[0];
   EXPECT_EQ(add.doc, "Adds two halves with \"braces\" in a string: \"{\".");
   EXPECT_EQ(add.line, 12);
@@ -132,11 +132,13 @@ double exact_jaccard(const std::string& a, const std::string& b, size_t k) {
 
 TEST(MinHash, EstimateTracksExactJaccardAndFlagsNearDuplicates) {
   std::string base;
-  for (int i = 0; i < 60; ++i) base += "acc" + std::to_string(i) + " += x[" + std::to_string(i) + "] * w;\n";
+  for (int i = 0; i < 60; ++i)
+    base += "acc" + std::to_string(i) + " += x[" + std::to_string(i) + "] * w;\n";
   std::string near = base;
   near.replace(near.find("acc7"), 4, "accX");  // one token changed
   std::string far;
-  for (int i = 0; i < 60; ++i) far += "y[" + std::to_string(i) + "] = max(y, " + std::to_string(i * 3) + ");\n";
+  for (int i = 0; i < 60; ++i)
+    far += "y[" + std::to_string(i) + "] = max(y, " + std::to_string(i * 3) + ");\n";
   MinHashDeduper d(/*num_perm=*/256, /*bands=*/32, /*shingle=*/5, /*threshold=*/0.8);
   for (const auto& other : {near, far}) {
     double est = MinHashDeduper::estimate_jaccard(d.signature(base), d.signature(other));
@@ -175,7 +177,8 @@ TEST(Bm25, ScoresMatchTheFormulaByHand) {
   // Words in more than max_df_fraction of the passages are ignored, in an index of >= 100.
   EXPECT_EQ(idx.search("shared", 3, -1, 0.25).size(), 2u);
   Bm25Index big;
-  for (int i = 0; i < 100; ++i) big.add(std::string(i % 2 ? "common word" : "common other") + (i == 7 ? " rare" : ""));
+  for (int i = 0; i < 100; ++i)
+    big.add(std::string(i % 2 ? "common word" : "common other") + (i == 7 ? " rare" : ""));
   big.finalize();
   EXPECT_TRUE(big.search("common", 3).empty());
   EXPECT_TRUE(big.search("other", 3).empty());

@@ -70,13 +70,15 @@ TEST(TaskSuite, ErrorsNameFileAndKeyPath) {
               HasSubstr("s.yaml: tasks[0].op: unknown op \"nope\""));
   EXPECT_THAT(suite_error("tasks: [" + ok + ", {name: q, op: relu, size: {N: 8}}]"),
               HasSubstr("s.yaml: tasks[1].size: unknown key"));
-  EXPECT_THAT(suite_error("tasks: [{name: r, op: layernorm, sizes: {B: 2}, host_sizes: {B: 1, D: 2}, params: {eps: 1.0e-5}}]"),
+  EXPECT_THAT(suite_error("tasks: [{name: r, op: layernorm, sizes: {B: 2}, host_sizes: {B: 1, D: "
+                          "2}, params: {eps: 1.0e-5}}]"),
               HasSubstr("s.yaml: tasks[0].sizes.D: missing"));
   EXPECT_THAT(suite_error("tasks: [{name: r, op: relu, sizes: {N: 8, M: 2}, host_sizes: {N: 4}}]"),
               HasSubstr("s.yaml: tasks[0].sizes.M: not a size of op relu"));
   EXPECT_THAT(suite_error("tasks: [{name: r, op: elu, sizes: {N: 8}, host_sizes: {N: 4}}]"),
               HasSubstr("s.yaml: tasks[0].params: missing"));
-  EXPECT_THAT(suite_error("tasks: [" + ok + ", " + ok + "]"), HasSubstr("tasks[1].name: duplicate"));
+  EXPECT_THAT(suite_error("tasks: [" + ok + ", " + ok + "]"),
+              HasSubstr("tasks[1].name: duplicate"));
   EXPECT_THAT(suite_error("tasks: [{name: r, op: relu, sizes: {N: -3}, host_sizes: {N: 4}}]"),
               HasSubstr("tasks[0].sizes.N: expected a positive integer"));
   EXPECT_THAT(suite_error("task: []"), HasSubstr("s.yaml: tasks: expected a list"));
@@ -101,7 +103,8 @@ TEST(TaskSuite, HgemmGrids) {
   }
   // The files in configs/tasks hold the same grids.
   for (const std::string name : {"full", "small", "llm"}) {
-    auto from_file = hgemm_grid(std::string(KERNELRL_SOURCE_DIR) + "/configs/tasks/hgemm_" + name + ".txt");
+    auto from_file =
+        hgemm_grid(std::string(KERNELRL_SOURCE_DIR) + "/configs/tasks/hgemm_" + name + ".txt");
     auto built_in = hgemm_grid(name);
     ASSERT_EQ(from_file.size(), built_in.size()) << name;
     for (size_t i = 0; i < built_in.size(); ++i) EXPECT_EQ(from_file[i].name, built_in[i].name);
@@ -128,16 +131,22 @@ TEST(TaskSuite, EveryReferenceRunsOnTheCpuWithTheDeclaredShapes) {
     auto in = make_inputs(t, 7, at::kCPU);
     ASSERT_EQ(in.size(), t.inputs.size()) << t.name;
     for (size_t i = 0; i < in.size(); ++i)
-      EXPECT_EQ(std::vector<int64_t>(in[i].sizes().begin(), in[i].sizes().end()), t.inputs[i].shape) << t.name;
+      EXPECT_EQ(std::vector<int64_t>(in[i].sizes().begin(), in[i].sizes().end()), t.inputs[i].shape)
+          << t.name;
     auto again = make_inputs(t, 7, at::kCPU);
     EXPECT_TRUE(at::equal(in[0], again[0])) << t.name << ": same seed, same values";
     auto out = reference_outputs(t, in);
     ASSERT_EQ(out.size(), 1u);
-    EXPECT_EQ(std::vector<int64_t>(out[0].sizes().begin(), out[0].sizes().end()), t.outputs[0].shape) << t.name;
+    EXPECT_EQ(std::vector<int64_t>(out[0].sizes().begin(), out[0].sizes().end()),
+              t.outputs[0].shape)
+        << t.name;
     EXPECT_EQ(out[0].scalar_type(), t.outputs[0].dtype == "i64" ? at::kLong : at::kFloat) << t.name;
-    if (out[0].is_floating_point()) EXPECT_TRUE(at::isfinite(out[0]).all().item<bool>()) << t.name;
-    if (t.op == "softmax_rows")
+    if (out[0].is_floating_point()) {
+      EXPECT_TRUE(at::isfinite(out[0]).all().item<bool>()) << t.name;
+    }
+    if (t.op == "softmax_rows") {
       EXPECT_TRUE(at::allclose(out[0].sum(1), at::ones({out[0].size(0)}), 1e-5, 1e-5));
+    }
     if (t.op == "leaky_relu") {
       float x = in[0][3].item<float>(), y = out[0][3].item<float>();
       EXPECT_FLOAT_EQ(y, x > 0 ? x : 0.01f * x);
@@ -145,8 +154,9 @@ TEST(TaskSuite, EveryReferenceRunsOnTheCpuWithTheDeclaredShapes) {
     if (t.op == "layernorm") {
       auto row = in[0][1];
       double mean = row.mean().item<double>(), var = row.var(/*unbiased=*/false).item<double>();
-      double want = (row[5].item<double>() - mean) / std::sqrt(var + 1e-5) * in[1][5].item<double>() +
-                    in[2][5].item<double>();
+      double want =
+          (row[5].item<double>() - mean) / std::sqrt(var + 1e-5) * in[1][5].item<double>() +
+          in[2][5].item<double>();
       EXPECT_NEAR(out[0][1][5].item<double>(), want, 1e-4);
     }
     if (t.op == "scatter_add_rows") {
@@ -174,15 +184,19 @@ struct Library {
 
 // Compiles sources into one shared library, renaming each kernelrl_launch to kernelrl_launch_<i>
 // inside its own namespace (the ABI block is included once, first; its guard skips the copies).
-void compile_host(const std::vector<std::string>& sources, const std::filesystem::path& dir, Library& lib) {
-  std::string tu = "#include <algorithm>\n#include <cmath>\n#include <cstddef>\n#include <cstdint>\n"
-                   "#include <cstring>\n" + kernel_abi_prelude();
+void compile_host(const std::vector<std::string>& sources, const std::filesystem::path& dir,
+                  Library& lib) {
+  std::string tu =
+      "#include <algorithm>\n#include <cmath>\n#include <cstddef>\n#include <cstdint>\n"
+      "#include <cstring>\n" +
+      kernel_abi_prelude();
   for (size_t i = 0; i < sources.size(); ++i)
     tu += "#define kernelrl_launch kernelrl_launch_" + std::to_string(i) + "\nnamespace v" +
           std::to_string(i) + " {\n" + sources[i] + "\n}\n#undef kernelrl_launch\n";
   write_text(dir / "all.cpp", tu);
-  std::string cmd = "g++ -std=c++17 -O1 -fPIC -shared -Wall -Wextra -Werror -Wno-unused-function -o " +
-                    (dir / "all.so").string() + " " + (dir / "all.cpp").string();
+  std::string cmd =
+      "g++ -std=c++17 -O1 -fPIC -shared -Wall -Wextra -Werror -Wno-unused-function -o " +
+      (dir / "all.so").string() + " " + (dir / "all.cpp").string();
   auto r = testing::run_command(cmd);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   lib.handle = dlopen((dir / "all.so").c_str(), RTLD_NOW | RTLD_LOCAL);
@@ -217,12 +231,16 @@ TEST(HostFamilies, EveryGeneralTaskHasAHostVariantMatchingItsReference) {
   if (::testing::Test::HasFatalFailure()) return;
   for (size_t i = 0; i < tasks.size(); ++i) {
     const TaskSpec& t = tasks[i];
-    auto fn = reinterpret_cast<LaunchFn>(dlsym(lib.handle, ("kernelrl_launch_" + std::to_string(i)).c_str()));
+    auto fn = reinterpret_cast<LaunchFn>(
+        dlsym(lib.handle, ("kernelrl_launch_" + std::to_string(i)).c_str()));
     ASSERT_NE(fn, nullptr);
     auto in = make_inputs(t, 11 + i, at::kCPU);
     auto ref = reference_outputs(t, in)[0];
     auto out = at::empty_like(ref);
-    if (out.is_floating_point()) out.fill_(std::nan("")); else out.fill_(-7);  // poison
+    if (out.is_floating_point())
+      out.fill_(std::nan(""));
+    else
+      out.fill_(-7);  // poison
     Args a{};
     for (size_t k = 0; k < in.size(); ++k) a.inputs[k] = in[k].data_ptr();
     a.n_inputs = static_cast<int>(in.size());
@@ -255,7 +273,8 @@ TEST(HostFamilies, HostHgemmMatchesTheReferenceForBothLayouts) {
   if (::testing::Test::HasFatalFailure()) return;
   for (size_t i = 0; i < picked.size(); ++i) {
     auto t = hgemm_task(128, 192, 320, picked[i].layout);
-    auto fn = reinterpret_cast<LaunchFn>(dlsym(lib.handle, ("kernelrl_launch_" + std::to_string(i)).c_str()));
+    auto fn = reinterpret_cast<LaunchFn>(
+        dlsym(lib.handle, ("kernelrl_launch_" + std::to_string(i)).c_str()));
     ASSERT_NE(fn, nullptr);
     auto in = make_inputs(t, 5, at::kCPU);
     auto ref = reference_outputs(t, in)[0];

@@ -15,8 +15,9 @@ using testing::write_text;
 
 TEST(Triplet, RoundTripKeepsEveryField) {
   ScratchDir dir;
-  Triplet a{"id-1", "Write a kernel \"x\"\nwith newline", "ctx {braces}", "__global__ void k() {}",
-            "file.cu:3", {"kernel", "shared_memory"}};
+  Triplet a{"id-1",         "Write a kernel \"x\"\nwith newline",
+            "ctx {braces}", "__global__ void k() {}",
+            "file.cu:3",    {"kernel", "shared_memory"}};
   Triplet b{"id-2", "i", "", "c", "", {}};
   write_triplets(dir / "t.jsonl", {a, b});
   auto r = read_triplets(dir / "t.jsonl");
@@ -46,7 +47,8 @@ std::string error_for(const std::string& content) {
 }
 
 TEST(Triplet, MalformedLinesNameFileAndLine) {
-  const std::string ok = R"({"id":"a","instruction":"i","context":"c","code":"k","source":"s","tags":[]})";
+  const std::string ok =
+      R"({"id":"a","instruction":"i","context":"c","code":"k","source":"s","tags":[]})";
   EXPECT_THAT(error_for(ok + "\n{not json\n"), HasSubstr("c.jsonl:2: not valid JSON"));
   EXPECT_THAT(error_for(ok + "\n\n[1,2]\n"), HasSubstr("c.jsonl:3: expected a JSON object"));
   EXPECT_THAT(error_for(R"({"id":"a","context":"c","code":"k"})"),

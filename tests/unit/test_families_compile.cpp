@@ -28,8 +28,9 @@ std::string nvcc() {
 const char* kArchs = " -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90a,code=sm_90a";
 
 void compile_cuda(const std::string& nvcc_path, const std::filesystem::path& file) {
-  auto r = testing::run_command(nvcc_path + " -std=c++17 -O2 -c" + kArchs +
-                                " -Werror all-warnings -o " + file.string() + ".o " + file.string());
+  auto r =
+      testing::run_command(nvcc_path + " -std=c++17 -O2 -c" + kArchs + " -Werror all-warnings -o " +
+                           file.string() + ".o " + file.string());
   EXPECT_EQ(r.exit_code, 0) << file << "\n" << r.output;
 }
 
@@ -53,8 +54,10 @@ TEST(FamiliesCompile, GeneralCudaSampleCompilesInOneTranslationUnit) {
   if (nv.empty()) GTEST_SKIP() << "no nvcc";
   auto tasks = load_task_suite(std::string(KERNELRL_SOURCE_DIR) + "/configs/tasks/general.yaml");
   // One variant of every general family: each in its own namespace with a renamed entry point.
-  std::string tu = "#include <cuda_runtime.h>\n#include <cmath>\n#include <cstddef>\n#include <cstdint>\n"
-                   "#include <cstring>\n" + kernel_abi_prelude();
+  std::string tu =
+      "#include <cuda_runtime.h>\n#include <cmath>\n#include <cstddef>\n#include <cstdint>\n"
+      "#include <cstring>\n" +
+      kernel_abi_prelude();
   std::set<std::string> seen;
   int i = 0;
   for (const auto& t : tasks) {
@@ -91,7 +94,8 @@ TEST(Families, VariantsCarryInstructionsAndDistinctNames) {
       ++total;
       names.insert(v.name);
       EXPECT_NE(v.source.find("kernelrl_launch"), std::string::npos);
-      EXPECT_NE(v.instruction.find(v.layout == "nn" ? "row-major (KxN)" : "column-major"), std::string::npos);
+      EXPECT_NE(v.instruction.find(v.layout == "nn" ? "row-major (KxN)" : "column-major"),
+                std::string::npos);
     }
   }
   EXPECT_EQ(names.size(), total);
