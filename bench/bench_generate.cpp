@@ -1,7 +1,8 @@
 // Generation throughput of the policy's KV-cache sampler (model/generate.h): a random model of
 // a preset shape, random prompts of one length, every row decoding exactly --new tokens (no
 // EOS), temperature 1 sampling. Prints one JSON line per timed run:
-//   {"impl": "kernelrl", "batch": 64, "prompt": 512, "new": 512, "seconds": ..., "tokens_per_s": ...}
+//   {"impl": "kernelrl", "batch": 64, "prompt": 512, "new": 512, "seconds": ..., "tokens_per_s":
+//   ...}
 // tokens_per_s counts generated tokens only (batch × new / wall seconds, prefill included).
 // The HF side of the comparison is bench/bench_generate_hf.py.
 #include <torch/cuda.h>
@@ -60,10 +61,12 @@ int main(int argc, char** argv) {
     o.seed = static_cast<uint64_t>(r);
     if (device.is_cuda()) torch::cuda::synchronize();
     GenerationResult res = generate(model, prompts, o);  // ends with a host copy: synced
-    std::printf("{\"impl\": \"kernelrl\", \"cuda_graph\": %d, \"preset\": \"%s\", \"batch\": %lld, \"prompt\": %lld, "
-                "\"new\": %lld, \"generated\": %lld, \"seconds\": %.3f, \"tokens_per_s\": %.0f}\n",
-                cuda_graph, preset.c_str(), (long long)batch, (long long)prompt, (long long)new_tokens,
-                (long long)res.generated_tokens, res.seconds, res.generated_tokens / res.seconds);
+    std::printf(
+        "{\"impl\": \"kernelrl\", \"cuda_graph\": %d, \"preset\": \"%s\", \"batch\": %lld, "
+        "\"prompt\": %lld, "
+        "\"new\": %lld, \"generated\": %lld, \"seconds\": %.3f, \"tokens_per_s\": %.0f}\n",
+        cuda_graph, preset.c_str(), (long long)batch, (long long)prompt, (long long)new_tokens,
+        (long long)res.generated_tokens, res.seconds, res.generated_tokens / res.seconds);
     std::fflush(stdout);
   }
   return 0;

@@ -25,11 +25,12 @@ void register_tokenizer(CLI::App& app) {
     TokenizerTrainOptions opts;
     opts.vocab_size = o->vocab_size;
     Tokenizer tok = Tokenizer::train(o->input, o->out, opts);
-    std::printf("wrote %s: vocabulary of %lld pieces (unk %lld, bos %lld, eos %lld, pad %lld; "
-                "%zu section markers from id 4)\n",
-                o->out.c_str(), (long long)tok.vocab_size(), (long long)tok.unk_id(),
-                (long long)tok.bos_id(), (long long)tok.eos_id(), (long long)tok.pad_id(),
-                section_markers().size());
+    std::printf(
+        "wrote %s: vocabulary of %lld pieces (unk %lld, bos %lld, eos %lld, pad %lld; "
+        "%zu section markers from id 4)\n",
+        o->out.c_str(), (long long)tok.vocab_size(), (long long)tok.unk_id(),
+        (long long)tok.bos_id(), (long long)tok.eos_id(), (long long)tok.pad_id(),
+        section_markers().size());
   });
 }
 

@@ -79,9 +79,8 @@ std::vector<std::string> read_corpus_lines(const fs::path& input) {
 }  // namespace
 
 const std::vector<std::string>& section_markers() {
-  static const std::vector<std::string> markers = {kInstructionMarker, kContextMarker,
-                                                   kCodeMarker,        kAnalysisMarker,
-                                                   kDesignMarker,      kEndMarker};
+  static const std::vector<std::string> markers = {kInstructionMarker, kContextMarker, kCodeMarker,
+                                                   kAnalysisMarker,    kDesignMarker,  kEndMarker};
   return markers;
 }
 
@@ -111,8 +110,10 @@ Tokenizer Tokenizer::load(const fs::path& model_path) {
 Tokenizer Tokenizer::train(const fs::path& input, const fs::path& out_model,
                            const TokenizerTrainOptions& options) {
   if (options.vocab_size < 300) {
-    throw UserError("tokenizer vocab_size must be at least 300 (256 byte pieces, specials and "
-                    "markers), got " + std::to_string(options.vocab_size));
+    throw UserError(
+        "tokenizer vocab_size must be at least 300 (256 byte pieces, specials and "
+        "markers), got " +
+        std::to_string(options.vocab_size));
   }
   const std::vector<std::string> lines = read_corpus_lines(input);
   std::string markers;
@@ -176,12 +177,24 @@ std::string Tokenizer::decode(const std::vector<int64_t>& ids) const {
   return text;
 }
 
-std::string Tokenizer::id_to_piece(int64_t id) const { return sp_->IdToPiece(static_cast<int>(id)); }
-int64_t Tokenizer::piece_to_id(const std::string& piece) const { return sp_->PieceToId(piece); }
-int64_t Tokenizer::vocab_size() const { return sp_->GetPieceSize(); }
-int64_t Tokenizer::unk_id() const { return sp_->unk_id(); }
-int64_t Tokenizer::bos_id() const { return sp_->bos_id(); }
-int64_t Tokenizer::eos_id() const { return sp_->eos_id(); }
+std::string Tokenizer::id_to_piece(int64_t id) const {
+  return sp_->IdToPiece(static_cast<int>(id));
+}
+int64_t Tokenizer::piece_to_id(const std::string& piece) const {
+  return sp_->PieceToId(piece);
+}
+int64_t Tokenizer::vocab_size() const {
+  return sp_->GetPieceSize();
+}
+int64_t Tokenizer::unk_id() const {
+  return sp_->unk_id();
+}
+int64_t Tokenizer::bos_id() const {
+  return sp_->bos_id();
+}
+int64_t Tokenizer::eos_id() const {
+  return sp_->eos_id();
+}
 int64_t Tokenizer::pad_id() const {
   if (sp_->pad_id() >= 0) return sp_->pad_id();
   if (sp_->eos_id() >= 0) return sp_->eos_id();

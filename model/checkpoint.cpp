@@ -24,9 +24,9 @@ struct DtypeInfo {
 };
 const std::vector<DtypeInfo>& dtype_table() {
   static const std::vector<DtypeInfo> t = {
-      {"F64", torch::kFloat64, 8}, {"F32", torch::kFloat32, 4}, {"F16", torch::kFloat16, 2},
-      {"BF16", torch::kBFloat16, 2}, {"I64", torch::kInt64, 8}, {"I32", torch::kInt32, 4},
-      {"I16", torch::kInt16, 2},   {"I8", torch::kInt8, 1},     {"U8", torch::kUInt8, 1},
+      {"F64", torch::kFloat64, 8},   {"F32", torch::kFloat32, 4}, {"F16", torch::kFloat16, 2},
+      {"BF16", torch::kBFloat16, 2}, {"I64", torch::kInt64, 8},   {"I32", torch::kInt32, 4},
+      {"I16", torch::kInt16, 2},     {"I8", torch::kInt8, 1},     {"U8", torch::kUInt8, 1},
       {"BOOL", torch::kBool, 1}};
   return t;
 }
@@ -66,9 +66,11 @@ ParsedFile parse_safetensors(const fs::path& path) {
   uint64_t n = 0;
   for (int i = 7; i >= 0; --i) n = (n << 8) | static_cast<unsigned char>(f.bytes[i]);  // LE
   if (n > kMaxHeaderBytes || n > f.bytes.size() - 8)
-    bad_file(path, "header length " + std::to_string(n) + " exceeds the file (truncated or corrupt)");
-  f.header = json::parse(f.bytes.begin() + 8, f.bytes.begin() + 8 + static_cast<int64_t>(n), nullptr,
-                         /*allow_exceptions=*/false);
+    bad_file(path,
+             "header length " + std::to_string(n) + " exceeds the file (truncated or corrupt)");
+  f.header =
+      json::parse(f.bytes.begin() + 8, f.bytes.begin() + 8 + static_cast<int64_t>(n), nullptr,
+                  /*allow_exceptions=*/false);
   if (f.header.is_discarded() || !f.header.is_object())
     bad_file(path, "header is not a JSON object (corrupt file?)");
   f.data_start = 8 + n;
@@ -108,8 +110,8 @@ std::map<std::string, torch::Tensor> read_safetensors(const fs::path& path) {
                          std::to_string(en) + "] lie outside the " + std::to_string(data_size) +
                          "-byte data section (truncated?)");
     if (en - b != static_cast<uint64_t>(numel * dt->bytes))
-      bad_file(path, "entry \"" + name + "\" holds " + std::to_string(en - b) + " bytes but shape " +
-                         e["shape"].dump() + " of " + dt->name + " needs " +
+      bad_file(path, "entry \"" + name + "\" holds " + std::to_string(en - b) +
+                         " bytes but shape " + e["shape"].dump() + " of " + dt->name + " needs " +
                          std::to_string(numel * dt->bytes));
     auto t = torch::empty(shape, torch::TensorOptions().dtype(dt->dtype));
     if (numel > 0) std::memcpy(t.data_ptr(), f.bytes.data() + f.data_start + b, en - b);
@@ -142,7 +144,9 @@ void write_safetensors(const fs::path& path,
     auto c = t.detach().to(torch::kCPU).contiguous();
     const DtypeInfo& dt = dtype_by_torch(c.scalar_type());
     const uint64_t nbytes = static_cast<uint64_t>(c.numel()) * dt.bytes;
-    header[name] = {{"dtype", dt.name}, {"shape", c.sizes().vec()}, {"data_offsets", {offset, offset + nbytes}}};
+    header[name] = {{"dtype", dt.name},
+                    {"shape", c.sizes().vec()},
+                    {"data_offsets", {offset, offset + nbytes}}};
     offset += nbytes;
     cpu.push_back(c);
   }
@@ -173,7 +177,8 @@ void load_parameters(LlamaModel& model, const std::map<std::string, torch::Tenso
     auto* p = params.find(name);
     if (!p) {
       throw UserError(origin + ": unexpected tensor \"" + file_name +
-                      "\" (not a parameter of this model shape: " + model->shape().describe() + ")");
+                      "\" (not a parameter of this model shape: " + model->shape().describe() +
+                      ")");
     }
     if (!t.is_floating_point()) {
       throw UserError(origin + ": tensor \"" + file_name + "\" has dtype " +
@@ -197,10 +202,11 @@ void load_parameters(LlamaModel& model, const std::map<std::string, torch::Tenso
 // ---- shapes as JSON ----------------------------------------------------------------------
 
 json shape_to_json(const ModelShape& s) {
-  return {{"vocab_size", s.vocab_size}, {"d_model", s.d_model},       {"n_layers", s.n_layers},
-          {"n_heads", s.n_heads},       {"n_kv_heads", s.n_kv_heads}, {"d_ff", s.d_ff},
-          {"max_seq_len", s.max_seq_len}, {"rope_theta", s.rope_theta}, {"norm_eps", s.norm_eps},
-          {"tie_embeddings", s.tie_embeddings}};
+  return {{"vocab_size", s.vocab_size},   {"d_model", s.d_model},
+          {"n_layers", s.n_layers},       {"n_heads", s.n_heads},
+          {"n_kv_heads", s.n_kv_heads},   {"d_ff", s.d_ff},
+          {"max_seq_len", s.max_seq_len}, {"rope_theta", s.rope_theta},
+          {"norm_eps", s.norm_eps},       {"tie_embeddings", s.tie_embeddings}};
 }
 
 ModelShape shape_from_json(const json& j, const std::string& origin) {
@@ -295,7 +301,8 @@ void save_checkpoint(const fs::path& dir, LlamaModel& model, const ModelShape& s
   });
 }
 
-Checkpoint load_checkpoint(const fs::path& dir, torch::Device device, std::optional<torch::Dtype> dtype) {
+Checkpoint load_checkpoint(const fs::path& dir, torch::Device device,
+                           std::optional<torch::Dtype> dtype) {
   if (!fs::is_directory(dir)) throw UserError("checkpoint directory not found: " + dir.string());
   if (!fs::exists(dir / "checkpoint.json")) {
     if (fs::exists(dir / "config.json")) return import_hf(dir, device, dtype);
@@ -307,8 +314,8 @@ Checkpoint load_checkpoint(const fs::path& dir, torch::Device device, std::optio
   if (meta.value("format", "") != "kernelrl-checkpoint")
     throw UserError(origin + ": format is not \"kernelrl-checkpoint\"");
   if (meta.value("format_version", 0) != 1)
-    throw UserError(origin + ": unsupported format_version " + meta.value("format_version", json(0)).dump() +
-                    " (this build reads 1)");
+    throw UserError(origin + ": unsupported format_version " +
+                    meta.value("format_version", json(0)).dump() + " (this build reads 1)");
   if (!meta.contains("shape")) throw UserError(origin + ": no \"shape\"");
   Checkpoint c;
   c.dir = dir;
@@ -345,7 +352,8 @@ ModelShape shape_from_hf_config(const json& j, const std::string& origin) {
                      ? need_int("num_key_value_heads")
                      : s.n_heads;
   s.d_ff = need_int("intermediate_size");
-  s.max_seq_len = j.contains("max_position_embeddings") ? need_int("max_position_embeddings") : 2048;
+  s.max_seq_len =
+      j.contains("max_position_embeddings") ? need_int("max_position_embeddings") : 2048;
   s.norm_eps = j.value("rms_norm_eps", 1e-6);
   s.tie_embeddings = j.value("tie_word_embeddings", false);
   // rope: transformers ≥ 5 writes rope_parameters {rope_theta, rope_type}; older, rope_theta
@@ -356,9 +364,11 @@ ModelShape shape_from_hf_config(const json& j, const std::string& origin) {
     s.rope_theta = j["rope_parameters"].value("rope_theta", s.rope_theta);
     rope_type = j["rope_parameters"].value("rope_type", rope_type);
   }
-  if (j.contains("rope_theta") && j["rope_theta"].is_number()) s.rope_theta = j["rope_theta"].get<double>();
+  if (j.contains("rope_theta") && j["rope_theta"].is_number())
+    s.rope_theta = j["rope_theta"].get<double>();
   if (j.contains("rope_scaling") && j["rope_scaling"].is_object())
-    rope_type = j["rope_scaling"].value("rope_type", j["rope_scaling"].value("type", std::string("?")));
+    rope_type =
+        j["rope_scaling"].value("rope_type", j["rope_scaling"].value("type", std::string("?")));
   if (rope_type != "default")
     throw UserError(origin + ": rope type \"" + rope_type + "\" is not supported (only default)");
   if (j.value("hidden_act", std::string("silu")) != "silu")
@@ -378,7 +388,9 @@ ModelShape shape_from_hf_config_file(const fs::path& path) {
 }
 
 json hf_config(const ModelShape& s, torch::Dtype dtype, int64_t bos_id, int64_t eos_id) {
-  std::string dt = dtype == torch::kBFloat16 ? "bfloat16" : dtype == torch::kFloat16 ? "float16" : "float32";
+  std::string dt = dtype == torch::kBFloat16  ? "bfloat16"
+                   : dtype == torch::kFloat16 ? "float16"
+                                              : "float32";
   return {{"architectures", {"LlamaForCausalLM"}},
           {"model_type", "llama"},
           {"vocab_size", s.vocab_size},
@@ -454,12 +466,14 @@ Checkpoint import_hf(const fs::path& dir, torch::Device device, std::optional<to
       throw UserError(index_path.string() + ": no weight_map object");
     std::set<std::string> files;
     for (const auto& [name, file] : index["weight_map"].items()) {
-      if (!file.is_string()) throw UserError(index_path.string() + ": weight_map[" + name + "] is not a file name");
+      if (!file.is_string())
+        throw UserError(index_path.string() + ": weight_map[" + name + "] is not a file name");
       files.insert(file.get<std::string>());
     }
     for (const auto& file : files) {
       if (file.find('/') != std::string::npos)
-        throw UserError(index_path.string() + ": shard name \"" + file + "\" must be a plain file name");
+        throw UserError(index_path.string() + ": shard name \"" + file +
+                        "\" must be a plain file name");
       auto part = read_safetensors(dir / file);
       for (auto& [name, t] : part) {
         auto it = index["weight_map"].find(name);

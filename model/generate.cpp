@@ -108,7 +108,8 @@ class DecodeRunner {
 #ifdef KERNELRL_HAVE_CUDA
   void capture(const torch::Tensor& tokens, const torch::Tensor& positions, KVCache& cache) {
     auto current = c10::cuda::getCurrentCUDAStream();
-    current.synchronize();  // the old graph's buffers are idle before it is freed (rare: compaction)
+    current
+        .synchronize();  // the old graph's buffers are idle before it is freed (rare: compaction)
     graph_.reset();
     batch_ = tokens.size(0);
     tok_in_ = tokens.clone();
@@ -208,7 +209,7 @@ GenerationResult generate(LlamaModel& model, const std::vector<std::vector<int64
   KVCache cache = model->new_cache(N, P + T);
   DecodeRunner runner(model, o.cuda_graph);
   auto logits = model->prefill(tokens, mask, cache);  // [N, V]
-  auto positions = mask.sum(1).to(torch::kInt64);    // next position = real tokens so far
+  auto positions = mask.sum(1).to(torch::kInt64);     // next position = real tokens so far
 
   auto opts = torch::TensorOptions().device(dev);
   auto out_tok = torch::full({N, T}, pad, opts.dtype(torch::kInt64));
@@ -236,8 +237,9 @@ GenerationResult generate(LlamaModel& model, const std::vector<std::vector<int64
     out_lp.select(1, t).index_copy_(0, row_ids, lp);
     if (!eos.empty()) {
       auto newly = torch::isin(tok, eos_t) & finished.logical_not();
-      done_at.index_copy_(0, row_ids,
-                          torch::where(newly, torch::full_like(tok, t + 1), done_at.index_select(0, row_ids)));
+      done_at.index_copy_(
+          0, row_ids,
+          torch::where(newly, torch::full_like(tok, t + 1), done_at.index_select(0, row_ids)));
       finished = finished | newly;
     }
     steps = t + 1;
@@ -255,7 +257,9 @@ GenerationResult generate(LlamaModel& model, const std::vector<std::vector<int64
         if (!open.empty()) {
           auto open_t = torch::tensor(open, i64);
           auto ids = out_tok.index_select(0, rows.index_select(0, open_t).to(dev))
-                         .narrow(1, 0, t + 1).to(torch::kCPU).contiguous();
+                         .narrow(1, 0, t + 1)
+                         .to(torch::kCPU)
+                         .contiguous();
           for (size_t j = 0; j < open.size(); ++j) {
             const int64_t* p = ids[j].data_ptr<int64_t>();
             std::vector<int64_t> v(p, p + t + 1);

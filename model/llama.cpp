@@ -29,11 +29,11 @@ void ModelShape::validate() const {
     if (!ok) throw UserError("model shape: " + msg);
   };
   need(vocab_size > 0, "vocab_size must be > 0 (set model.vocab_size or give a tokenizer)");
-  need(d_model > 0 && n_layers > 0 && n_heads > 0 && n_kv_heads > 0 && d_ff > 0 &&
-           max_seq_len > 0,
+  need(d_model > 0 && n_layers > 0 && n_heads > 0 && n_kv_heads > 0 && d_ff > 0 && max_seq_len > 0,
        "d_model, n_layers, n_heads, n_kv_heads, d_ff and max_seq_len must all be > 0");
   need(d_model % n_heads == 0, "d_model (" + std::to_string(d_model) +
-                                   ") must be a multiple of n_heads (" + std::to_string(n_heads) + ")");
+                                   ") must be a multiple of n_heads (" + std::to_string(n_heads) +
+                                   ")");
   need(n_heads % n_kv_heads == 0, "n_heads (" + std::to_string(n_heads) +
                                       ") must be a multiple of n_kv_heads (" +
                                       std::to_string(n_kv_heads) + ")");
@@ -43,7 +43,8 @@ void ModelShape::validate() const {
 
 std::string ModelShape::describe() const {
   char buf[256];
-  std::snprintf(buf, sizeof buf, "d %lld, %lld layers, heads %lld/%lld, ff %lld, vocab %lld, %.1fM params",
+  std::snprintf(buf, sizeof buf,
+                "d %lld, %lld layers, heads %lld/%lld, ff %lld, vocab %lld, %.1fM params",
                 (long long)d_model, (long long)n_layers, (long long)n_heads, (long long)n_kv_heads,
                 (long long)d_ff, (long long)vocab_size, num_parameters() / 1e6);
   return buf;
@@ -124,10 +125,10 @@ torch::Tensor rotate_half(const torch::Tensor& x) {
 }
 
 // x * cos + rotate_half(x) * sin; cos/sin broadcast over heads.
-torch::Tensor apply_rope(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin) {
+torch::Tensor apply_rope(const torch::Tensor& x, const torch::Tensor& cos,
+                         const torch::Tensor& sin) {
   return x * cos + rotate_half(x) * sin;
 }
-
 
 namespace {
 
@@ -272,8 +273,8 @@ struct CheckpointedLayer : public torch::autograd::Function<CheckpointedLayer> {
     torch::Tensor y;
     {
       torch::AutoGradMode enable(true);
-      y = layer->forward(x, AttentionInputs{saved[1], saved[2],
-                                            saved[3].numel() ? saved[3] : torch::Tensor()});
+      y = layer->forward(
+          x, AttentionInputs{saved[1], saved[2], saved[3].numel() ? saved[3] : torch::Tensor()});
     }
     torch::autograd::backward({y}, {grad_out[0]});
     return {x.grad(), torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
@@ -286,21 +287,28 @@ struct CheckpointedLayer : public torch::autograd::Function<CheckpointedLayer> {
 
 LlamaModelImpl::LlamaModelImpl(const ModelShape& shape) : shape_(shape) {
   shape_.validate();
-  embed_tokens = register_module("embed_tokens", torch::nn::Embedding(shape.vocab_size, shape.d_model));
+  embed_tokens =
+      register_module("embed_tokens", torch::nn::Embedding(shape.vocab_size, shape.d_model));
   layers = register_module("layers", torch::nn::ModuleList());
   for (int64_t i = 0; i < shape.n_layers; ++i) layers->push_back(DecoderLayer(shape));
   norm = register_module("norm", RMSNorm(shape.d_model, shape.norm_eps));
-  if (!shape.tie_embeddings) lm_head = register_module("lm_head", linear(shape.d_model, shape.vocab_size));
+  if (!shape.tie_embeddings)
+    lm_head = register_module("lm_head", linear(shape.d_model, shape.vocab_size));
   // inv_freq[i] = 1 / θ^(2i/d), i < d/2, as HF computes it (fp32 arange / d, then pow).
   const int64_t hd = shape.head_dim();
   inv_freq_ = 1.0 / torch::pow(shape.rope_theta,
                                torch::arange(0, hd, 2, torch::kInt64).to(torch::kFloat32) / hd);
 }
 
-torch::Device LlamaModelImpl::device() const { return embed_tokens->weight.device(); }
-torch::Dtype LlamaModelImpl::dtype() const { return embed_tokens->weight.scalar_type(); }
+torch::Device LlamaModelImpl::device() const {
+  return embed_tokens->weight.device();
+}
+torch::Dtype LlamaModelImpl::dtype() const {
+  return embed_tokens->weight.scalar_type();
+}
 
-std::pair<torch::Tensor, torch::Tensor> LlamaModelImpl::rotary(const torch::Tensor& positions) const {
+std::pair<torch::Tensor, torch::Tensor> LlamaModelImpl::rotary(
+    const torch::Tensor& positions) const {
   if (inv_freq_.device() != positions.device()) inv_freq_ = inv_freq_.to(positions.device());
   const auto& inv = inv_freq_;
   // angle[b, t, i] = pos[b, t] · inv_freq[i]; emb = cat(angle, angle) so rotate_half pairs
@@ -310,13 +318,15 @@ std::pair<torch::Tensor, torch::Tensor> LlamaModelImpl::rotary(const torch::Tens
   return {emb.cos().to(dtype()), emb.sin().to(dtype())};
 }
 
-torch::Tensor LlamaModelImpl::run_layers(torch::Tensor x, const AttentionInputs& in, KVCache* cache) {
+torch::Tensor LlamaModelImpl::run_layers(torch::Tensor x, const AttentionInputs& in,
+                                         KVCache* cache) {
   const bool ckpt = checkpointing_ && is_training() && torch::GradMode::is_enabled() && !cache;
   for (int64_t i = 0; i < shape_.n_layers; ++i) {
     auto* layer = layers->ptr<DecoderLayerImpl>(i).get();
     if (ckpt) {
       // autograd Functions take defined tensors only: an empty tensor stands for "no mask".
-      auto mask = in.mask.defined() ? in.mask : torch::empty({0}, in.cos.options().dtype(torch::kBool));
+      auto mask =
+          in.mask.defined() ? in.mask : torch::empty({0}, in.cos.options().dtype(torch::kBool));
       x = CheckpointedLayer::apply(x, in.cos, in.sin, mask,
                                    static_cast<int64_t>(reinterpret_cast<intptr_t>(layer)));
     } else {
@@ -338,7 +348,8 @@ std::pair<torch::Tensor, torch::Tensor> positions_and_mask(const torch::Tensor& 
     auto pos = torch::arange(T, tokens.options().dtype(torch::kInt64)).unsqueeze(0).expand({B, T});
     return {pos, torch::Tensor()};
   }
-  TORCH_CHECK(attention_mask.sizes() == tokens.sizes(), "attention_mask must be [B, T] like tokens");
+  TORCH_CHECK(attention_mask.sizes() == tokens.sizes(),
+              "attention_mask must be [B, T] like tokens");
   auto valid = attention_mask.to(torch::kBool);
   auto pos = (valid.to(torch::kInt64).cumsum(1) - 1).clamp_min(0);
   auto opts = tokens.options().dtype(torch::kBool);
@@ -350,7 +361,8 @@ std::pair<torch::Tensor, torch::Tensor> positions_and_mask(const torch::Tensor& 
 
 }  // namespace
 
-torch::Tensor LlamaModelImpl::hidden(const torch::Tensor& tokens, const torch::Tensor& attention_mask) {
+torch::Tensor LlamaModelImpl::hidden(const torch::Tensor& tokens,
+                                     const torch::Tensor& attention_mask) {
   TORCH_CHECK(tokens.dim() == 2 && tokens.scalar_type() == torch::kInt64,
               "tokens must be [B, T] int64, got ", tokens.sizes(), " ", tokens.scalar_type());
   TORCH_CHECK(tokens.size(1) <= shape_.max_seq_len, "sequence of ", tokens.size(1),
@@ -364,7 +376,8 @@ torch::Tensor LlamaModelImpl::logits(const torch::Tensor& h) {
   return lm_head ? lm_head(h) : torch::nn::functional::linear(h, embed_tokens->weight);
 }
 
-torch::Tensor LlamaModelImpl::forward(const torch::Tensor& tokens, const torch::Tensor& attention_mask) {
+torch::Tensor LlamaModelImpl::forward(const torch::Tensor& tokens,
+                                      const torch::Tensor& attention_mask) {
   return logits(hidden(tokens, attention_mask));
 }
 
@@ -382,8 +395,8 @@ KVCache LlamaModelImpl::new_cache(int64_t batch, int64_t capacity) {
   return c;
 }
 
-torch::Tensor LlamaModelImpl::prefill(const torch::Tensor& tokens, const torch::Tensor& attention_mask,
-                                      KVCache& cache) {
+torch::Tensor LlamaModelImpl::prefill(const torch::Tensor& tokens,
+                                      const torch::Tensor& attention_mask, KVCache& cache) {
   const int64_t B = tokens.size(0), P = tokens.size(1);
   TORCH_CHECK(cache.batch() == B && P <= cache.capacity(), "cache of ", cache.batch(), "x",
               cache.capacity(), " cannot take a prefill of ", B, "x", P);
@@ -391,15 +404,15 @@ torch::Tensor LlamaModelImpl::prefill(const torch::Tensor& tokens, const torch::
   auto [cos, sin] = rotary(pos);
   auto h = run_layers(embed_tokens(tokens), AttentionInputs{cos, sin, mask}, &cache);
   auto valid = attention_mask.defined() ? attention_mask.to(torch::kBool)
-                                         : torch::ones({B, P}, cache.key_valid.options());
+                                        : torch::ones({B, P}, cache.key_valid.options());
   cache.key_valid.narrow(1, 0, P).copy_(valid);
   cache.key_bias.narrow(1, 0, P).masked_fill_(valid, 0.0);
   cache.length = P;
   return logits(h.select(1, P - 1));
 }
 
-torch::Tensor LlamaModelImpl::decode_step(const torch::Tensor& tokens, const torch::Tensor& positions,
-                                          KVCache& cache) {
+torch::Tensor LlamaModelImpl::decode_step(const torch::Tensor& tokens,
+                                          const torch::Tensor& positions, KVCache& cache) {
   const int64_t B = tokens.size(0);
   const int64_t L = cache.length;
   TORCH_CHECK(L < cache.capacity(), "KV cache full (", cache.capacity(), " slots)");
@@ -428,13 +441,15 @@ torch::Tensor LlamaModelImpl::decode_step_static(const torch::Tensor& tokens,
   auto bias = cache.key_bias.unsqueeze(1).unsqueeze(1);  // [B, 1, 1, capacity]
   for (int64_t i = 0; i < shape_.n_layers; ++i) {
     auto* layer = layers->ptr<DecoderLayerImpl>(i).get();
-    x = x + layer->self_attn->decode_static(layer->input_layernorm(x), cos, sin, cache, i, slot, bias);
+    x = x +
+        layer->self_attn->decode_static(layer->input_layernorm(x), cos, sin, cache, i, slot, bias);
     x = x + layer->mlp(layer->post_attention_layernorm(x));
   }
   return logits(norm(x)).squeeze(1);
 }
 
-LlamaModel make_model(const ModelShape& shape, torch::Device device, torch::Dtype dtype, uint64_t seed) {
+LlamaModel make_model(const ModelShape& shape, torch::Device device, torch::Dtype dtype,
+                      uint64_t seed) {
   LlamaModel model(shape);
   auto gen = at::detail::createCPUGenerator(seed);
   torch::NoGradGuard no_grad;
@@ -447,6 +462,14 @@ LlamaModel make_model(const ModelShape& shape, torch::Device device, torch::Dtyp
     }
   }
   model->to(device, dtype);
+  return model;
+}
+
+LlamaModel make_model(const ModelConfig& config, int64_t vocab_size, torch::Device device,
+                      uint64_t seed) {
+  LlamaModel model = make_model(resolve_shape(config, vocab_size), device,
+                                resolve_dtype(config.dtype, device), seed);
+  model->set_activation_checkpointing(config.activation_checkpointing);
   return model;
 }
 
@@ -464,8 +487,8 @@ torch::Tensor token_logprobs(LlamaModel& model, const torch::Tensor& tokens,
 torch::Tensor reference_attention(const torch::Tensor& q, const torch::Tensor& k,
                                   const torch::Tensor& v, const torch::Tensor& mask) {
   const double d = static_cast<double>(q.size(-1));
-  auto scores = torch::matmul(q.to(torch::kFloat64), k.to(torch::kFloat64).transpose(-2, -1)) /
-                std::sqrt(d);
+  auto scores =
+      torch::matmul(q.to(torch::kFloat64), k.to(torch::kFloat64).transpose(-2, -1)) / std::sqrt(d);
   auto m = mask;
   if (!m.defined()) {
     m = torch::ones({q.size(-2), k.size(-2)}, q.options().dtype(torch::kBool)).tril();

@@ -43,7 +43,7 @@ struct ModelShape {
 
   int64_t head_dim() const { return d_model / n_heads; }
   int64_t num_parameters() const;
-  void validate() const;  // throws UserError naming the inconsistent field
+  void validate() const;         // throws UserError naming the inconsistent field
   std::string describe() const;  // "d 768, 12 layers, heads 12/4, ff 2560, vocab 32000, 114.1M"
   bool operator==(const ModelShape& o) const;
 };
@@ -64,8 +64,8 @@ struct KVCache {
   torch::Tensor key_valid;  // [B, capacity] bool
   // The same as an additive attention bias in the model dtype (0 valid, -inf not), kept for
   // the whole capacity so that each step's slice is stride-aligned for the SDPA kernels.
-  torch::Tensor key_bias;   // [B, capacity]
-  int64_t length = 0;       // slots written so far
+  torch::Tensor key_bias;  // [B, capacity]
+  int64_t length = 0;      // slots written so far
   int64_t capacity() const { return key_valid.defined() ? key_valid.size(1) : 0; }
   int64_t batch() const { return key_valid.defined() ? key_valid.size(0) : 0; }
   // Keeps only the rows in `rows` (int64 indices on the cache's device).
@@ -184,6 +184,11 @@ TORCH_MODULE(LlamaModel);
 LlamaModel make_model(const ModelShape& shape, torch::Device device = torch::kCPU,
                       torch::Dtype dtype = torch::kFloat32, uint64_t seed = 0);
 
+// The policy a job's `model:` section describes: resolve_shape(config, vocab_size) on `device`
+// in resolve_dtype(config.dtype, device), activation checkpointing as configured, seeded init.
+LlamaModel make_model(const ModelConfig& config, int64_t vocab_size, torch::Device device,
+                      uint64_t seed);
+
 // Log-probabilities of tokens[:, 1:] under a full forward: [B, T-1] fp32, differentiable.
 // logprob[b, t] = log softmax(logits[b, t])[tokens[b, t+1]]. `attention_mask` as in forward().
 // If `entropy` is given it receives the per-position entropy -Σ p log p, [B, T-1] fp32.
@@ -194,7 +199,8 @@ torch::Tensor token_logprobs(LlamaModel& model, const torch::Tensor& tokens,
 // HF rotate_half: (x1, x2) -> (-x2, x1) over the two halves of the last dimension.
 torch::Tensor rotate_half(const torch::Tensor& x);
 // Rotary embedding: x * cos + rotate_half(x) * sin (cos/sin from LlamaModelImpl::rotary).
-torch::Tensor apply_rope(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin);
+torch::Tensor apply_rope(const torch::Tensor& x, const torch::Tensor& cos,
+                         const torch::Tensor& sin);
 
 // Reference attention for tests: softmax(QKᵀ/√d + mask)V with explicit ops in fp64.
 // q [B, H, Tq, d], k/v [B, H, Tk, d], mask [B or 1, 1, Tq, Tk] bool or undefined (causal).

@@ -17,7 +17,9 @@ using kernelrl::testing::ScratchDir;
 
 namespace {
 
-bool have_cuda() { return torch::cuda::is_available() && torch::cuda::device_count() > 0; }
+bool have_cuda() {
+  return torch::cuda::is_available() && torch::cuda::device_count() > 0;
+}
 #define REQUIRE_CUDA() \
   if (!have_cuda()) GTEST_SKIP() << "no CUDA device visible"
 
@@ -36,7 +38,8 @@ TEST(ModelGpu, SdpaMatchesExplicitReferenceInBf16) {
   auto v = torch::randn({B, H, T, d}, g).to(kCuda, torch::kBFloat16);
   auto causal = at::scaled_dot_product_attention(q, k, v, {}, 0.0, /*is_causal=*/true);
   auto want = reference_attention(q, k, v, {}).to(torch::kFloat64);
-  double rel = (causal.to(torch::kFloat64) - want).abs().max().item<double>() / want.abs().max().item<double>();
+  double rel = (causal.to(torch::kFloat64) - want).abs().max().item<double>() /
+               want.abs().max().item<double>();
   std::cout << "causal SDPA bf16 rel err " << rel << "\n";
   EXPECT_LT(rel, 2e-2);
   auto mask = torch::ones({T, T}, torch::TensorOptions().dtype(torch::kBool).device(kCuda)).tril();
@@ -45,7 +48,8 @@ TEST(ModelGpu, SdpaMatchesExplicitReferenceInBf16) {
   mask.select(0, 1).diagonal(0, -2, -1).fill_(true);
   auto masked = at::scaled_dot_product_attention(q, k, v, mask);
   auto want2 = reference_attention(q, k, v, mask).to(torch::kFloat64);
-  rel = (masked.to(torch::kFloat64) - want2).abs().max().item<double>() / want2.abs().max().item<double>();
+  rel = (masked.to(torch::kFloat64) - want2).abs().max().item<double>() /
+        want2.abs().max().item<double>();
   std::cout << "masked SDPA bf16 rel err " << rel << "\n";
   EXPECT_LT(rel, 2e-2);
 }
@@ -107,7 +111,8 @@ TEST(ModelGpu, TrainingStepWithActivationCheckpointing) {
   auto model = make_model(preset_shape("small", 4096), kCuda, torch::kBFloat16, 5);
   model->train();
   model->set_activation_checkpointing(true);
-  auto tokens = torch::randint(4096, {4, 256}, torch::TensorOptions().dtype(torch::kInt64).device(kCuda));
+  auto tokens =
+      torch::randint(4096, {4, 256}, torch::TensorOptions().dtype(torch::kInt64).device(kCuda));
   auto loss = -token_logprobs(model, tokens).mean();
   loss.backward();
   double norm2 = 0;
@@ -124,10 +129,13 @@ TEST(ModelGpu, TrainingStepWithActivationCheckpointing) {
 // Metric max |Δlogit|; threshold 3e-2 + 3e-2 · max|logit| (both sides bf16, different kernels).
 TEST(ModelGpu, HfParityBf16) {
   REQUIRE_CUDA();
-  const std::string py = std::getenv("KERNELRL_GPU_PYTHON") ? std::getenv("KERNELRL_GPU_PYTHON") : "python3";
-  const std::string script = std::string(KERNELRL_SOURCE_DIR) + "/tests/golden/model_hf/hf_parity.py";
+  const std::string py =
+      std::getenv("KERNELRL_GPU_PYTHON") ? std::getenv("KERNELRL_GPU_PYTHON") : "python3";
+  const std::string script =
+      std::string(KERNELRL_SOURCE_DIR) + "/tests/golden/model_hf/hf_parity.py";
   auto probe = kernelrl::testing::run_command(py + " " + script + " probe");
-  if (probe.exit_code != 0) GTEST_SKIP() << "transformers not importable by " << py << ": " << probe.output;
+  if (probe.exit_code != 0)
+    GTEST_SKIP() << "transformers not importable by " << py << ": " << probe.output;
   ScratchDir dir;
   auto made = kernelrl::testing::run_command(py + " " + script + " make " + (dir / "hf").string() +
                                              " --device cuda --dtype bfloat16");
@@ -145,13 +153,15 @@ TEST(ModelGpu, HfParityBf16) {
     for (auto& p : c.model->parameters()) p.mul_(1.01);
     const fs::path out = dir / (std::string("export_") + sub);
     export_hf(out, c.model);
-    write_safetensors(out / "cpp_reference.safetensors",
-                      {{"tokens", ref["tokens"]},
-                       {"logits", c.model->forward(ref["tokens"].to(kCuda)).to(torch::kFloat32).cpu()}});
+    write_safetensors(
+        out / "cpp_reference.safetensors",
+        {{"tokens", ref["tokens"]},
+         {"logits", c.model->forward(ref["tokens"].to(kCuda)).to(torch::kFloat32).cpu()}});
     dirs += " " + out.string();
   }
-  auto checked = kernelrl::testing::run_command(py + " " + script + " check" + dirs +
-                                                " --device cuda --dtype bfloat16 --atol 3e-2 --rtol 3e-2");
+  auto checked =
+      kernelrl::testing::run_command(py + " " + script + " check" + dirs +
+                                     " --device cuda --dtype bfloat16 --atol 3e-2 --rtol 3e-2");
   std::cout << checked.output;
   EXPECT_EQ(checked.exit_code, 0) << checked.output;
 }

@@ -29,7 +29,9 @@ std::vector<std::vector<int64_t>> prompts() {
   return {{1, 5, 9, 2, 7}, {3}, {10, 11, 12, 13, 14, 15, 16, 17, 18}, {4, 4, 4}};
 }
 
-bool is_neg_inf(const torch::Tensor& x) { return std::isinf(x.item<double>()) && x.item<double>() < 0; }
+bool is_neg_inf(const torch::Tensor& x) {
+  return std::isinf(x.item<double>()) && x.item<double>() < 0;
+}
 
 }  // namespace
 
@@ -62,11 +64,13 @@ TEST(Sampling, TopKTopPTemperatureMasks) {
 }
 
 TEST(Sampling, InverseCdfDrawsTheRightToken) {
-  auto logits = torch::log(torch::tensor({{0.5, 0.25, 0.15, 0.10}})).to(torch::kFloat32).repeat({5, 1});
+  auto logits =
+      torch::log(torch::tensor({{0.5, 0.25, 0.15, 0.10}})).to(torch::kFloat32).repeat({5, 1});
   auto u = torch::tensor({0.0f, 0.4f, 0.6f, 0.8f, 0.95f});
   auto tok = sample_from_logits(logits, u);
   const int64_t want[5] = {0, 0, 1, 2, 3};  // cdf = .5, .75, .9, 1
-  for (int i = 0; i < 5; ++i) EXPECT_EQ(tok[i].item<int64_t>(), want[i]) << "u=" << u[i].item<float>();
+  for (int i = 0; i < 5; ++i)
+    EXPECT_EQ(tok[i].item<int64_t>(), want[i]) << "u=" << u[i].item<float>();
   // A leading zero-probability token is never drawn, even at u = 0.
   auto masked = torch::tensor({{-INFINITY, 0.0f, 0.0f}});
   EXPECT_EQ(sample_from_logits(masked, torch::tensor({0.0f}))[0].item<int64_t>(), 1);
@@ -92,7 +96,8 @@ TEST(Generate, DecodeLogprobsMatchFullForward) {
     auto lp = token_logprobs(model, torch::tensor(seq).unsqueeze(0));
     const int64_t P = prompts()[i].size();
     for (size_t j = 0; j < r.tokens[i].size(); ++j) {
-      EXPECT_NEAR(r.logprobs[i][j], lp[0][P - 1 + j].item<double>(), 1e-4) << "row " << i << " tok " << j;
+      EXPECT_NEAR(r.logprobs[i][j], lp[0][P - 1 + j].item<double>(), 1e-4)
+          << "row " << i << " tok " << j;
     }
   }
 }
@@ -108,7 +113,8 @@ TEST(Generate, GreedyEqualsArgmaxOfFullForward) {
     for (size_t j = 0; j < r.tokens[i].size(); ++j) {
       torch::NoGradGuard ng;
       auto logits = model->forward(torch::tensor(seq).unsqueeze(0));
-      EXPECT_EQ(r.tokens[i][j], logits[0][-1].argmax().item<int64_t>()) << "row " << i << " step " << j;
+      EXPECT_EQ(r.tokens[i][j], logits[0][-1].argmax().item<int64_t>())
+          << "row " << i << " step " << j;
       seq.push_back(r.tokens[i][j]);
     }
   }
@@ -146,7 +152,9 @@ TEST(Generate, EosFinishesRowsIndependentlyAndCompactionKeepsResults) {
   std::map<int64_t, int> count;
   for (const auto& t : free_run.tokens)
     for (int64_t id : t) count[id]++;
-  int64_t eos = std::max_element(count.begin(), count.end(), [](auto& x, auto& y) { return x.second < y.second; })->first;
+  int64_t eos = std::max_element(count.begin(), count.end(), [](auto& x, auto& y) {
+                  return x.second < y.second;
+                })->first;
   o.eos_ids = {eos};
   o.compact = true;
   auto a = generate(model, many, o);
@@ -179,8 +187,8 @@ TEST(Generate, StopStringsCutAtTheCompletingToken) {
   {
     std::ofstream corpus(dir / "corpus.txt");
     for (int i = 0; i < 300; ++i)
-      corpus << "__global__ void kernel_" << i << "(float* out, const float* in) { out[i] = in[i] * "
-             << i << "; }\n";
+      corpus << "__global__ void kernel_" << i
+             << "(float* out, const float* in) { out[i] = in[i] * " << i << "; }\n";
   }
   TokenizerTrainOptions to;
   to.vocab_size = 400;

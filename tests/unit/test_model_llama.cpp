@@ -16,7 +16,9 @@ static const int kOneThread = (torch::set_num_threads(1), 0);
 
 namespace {
 
-ModelShape tiny(int64_t vocab = 97) { return preset_shape("tiny", vocab); }
+ModelShape tiny(int64_t vocab = 97) {
+  return preset_shape("tiny", vocab);
+}
 
 torch::Tensor random_tokens(int64_t B, int64_t T, int64_t V, uint64_t seed) {
   auto g = at::detail::createCPUGenerator(seed);
@@ -39,7 +41,7 @@ TEST(ModelShape, PresetsAndParameterCount) {
   EXPECT_EQ(base.n_layers, 12);
   EXPECT_EQ(base.d_model, 768);
   EXPECT_EQ(base.n_kv_heads, 4);
-  EXPECT_NEAR(base.num_parameters() / 1e6, 114.0, 6.0);  // "~120M"
+  EXPECT_NEAR(base.num_parameters() / 1e6, 114.0, 6.0);                        // "~120M"
   EXPECT_NEAR(preset_shape("small", 4096).num_parameters() / 1e6, 27.3, 3.0);  // "~30M"
   ModelShape untied = tiny();
   untied.tie_embeddings = false;
@@ -47,6 +49,20 @@ TEST(ModelShape, PresetsAndParameterCount) {
   counted = 0;
   for (const auto& p : m2->parameters()) counted += p.numel();
   EXPECT_EQ(counted, untied.num_parameters());
+}
+
+TEST(ModelShape, MakeModelFromConfig) {
+  ModelConfig c;
+  c.preset = "tiny";
+  c.d_ff = 96;
+  c.activation_checkpointing = true;
+  auto m = make_model(c, 50, torch::kCPU, /*seed=*/3);
+  EXPECT_EQ(m->shape().d_ff, 96);
+  EXPECT_EQ(m->shape().vocab_size, 50);
+  EXPECT_EQ(m->dtype(), torch::kFloat32);  // auto on CPU
+  EXPECT_TRUE(m->activation_checkpointing());
+  c.dtype = "bf16";
+  EXPECT_EQ(make_model(c, 50, torch::kCPU, 3)->dtype(), torch::kBFloat16);
 }
 
 TEST(ModelShape, ResolveAppliesOverridesAndRejectsBadShapes) {
@@ -132,8 +148,9 @@ TEST(Model, AttentionMatchesExplicitSoftmaxReference) {
     torch::Tensor mask4;  // [B, 1, T, T]
     if (padded) {
       auto causal = torch::ones({T, T}, torch::kBool).tril();
-      mask4 = (causal.unsqueeze(0) & (mask2d.unsqueeze(1) | torch::eye(T, torch::kBool).unsqueeze(0)))
-                  .unsqueeze(1);
+      mask4 =
+          (causal.unsqueeze(0) & (mask2d.unsqueeze(1) | torch::eye(T, torch::kBool).unsqueeze(0)))
+              .unsqueeze(1);
     }
     torch::NoGradGuard ng;
     auto got = attn->forward(x, AttentionInputs{cos, sin, mask4});
@@ -166,7 +183,8 @@ TEST(Model, GroupedQueryAttentionEqualsDuplicatedHeads) {
   const int64_t d = gqa.head_dim(), G = gqa.n_heads / gqa.n_kv_heads;
   for (const auto& p : pb) {
     const auto& src = pa[p.key()];
-    if (p.key().find("k_proj") != std::string::npos || p.key().find("v_proj") != std::string::npos) {
+    if (p.key().find("k_proj") != std::string::npos ||
+        p.key().find("v_proj") != std::string::npos) {
       // kv head h of b = kv head h / G of a
       auto w = src.view({gqa.n_kv_heads, d, gqa.d_model}).repeat_interleave(G, 0);
       p.value().copy_(w.reshape({mha.n_heads * d, mha.d_model}));
@@ -182,7 +200,8 @@ TEST(Model, LeftPaddedRowScoresLikeTheUnpaddedRow) {
   auto model = make_model(tiny(), torch::kCPU, torch::kFloat32, 10);
   auto seq = random_tokens(1, 7, 97, 11);
   auto padded = torch::cat({torch::full({1, 4}, 0, torch::kInt64), seq}, 1);
-  auto mask = torch::cat({torch::zeros({1, 4}, torch::kBool), torch::ones({1, 7}, torch::kBool)}, 1);
+  auto mask =
+      torch::cat({torch::zeros({1, 4}, torch::kBool), torch::ones({1, 7}, torch::kBool)}, 1);
   torch::NoGradGuard ng;
   auto l1 = model->forward(seq);
   auto l2 = model->forward(padded, mask).narrow(1, 4, 7);
@@ -202,7 +221,8 @@ TEST(Model, TokenLogprobsAreLogSoftmaxOfTheNextToken) {
     for (int i = 0; i < 9; ++i) {
       auto row = logits[b][i];
       const double lse = torch::logsumexp(row, 0).item<double>();
-      EXPECT_NEAR(lp[b][i].item<double>(), row[t[b][i + 1].item<int64_t>()].item<double>() - lse, 1e-5);
+      EXPECT_NEAR(lp[b][i].item<double>(), row[t[b][i + 1].item<int64_t>()].item<double>() - lse,
+                  1e-5);
       auto p = torch::softmax(row, 0);
       EXPECT_NEAR(ent[b][i].item<double>(), -(p * p.log()).sum().item<double>(), 1e-4);
     }

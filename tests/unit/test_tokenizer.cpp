@@ -5,9 +5,9 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
-#include <fstream>
 #include <atomic>
 #include <cmath>
+#include <fstream>
 #include <thread>
 
 #include "common/error.h"
@@ -23,9 +23,11 @@ void write_jsonl_corpus(const std::filesystem::path& p, int n) {
   std::ofstream out(p);
   for (int i = 0; i < n; ++i) {
     out << R"({"instruction": "Write a CUDA kernel that scales a vector by )" << i
-        << R"(.", "context": "float* out, const float* in, int n", "code": "__global__ void scale_)" << i
+        << R"(.", "context": "float* out, const float* in, int n", "code": "__global__ void scale_)"
+        << i
         << R"((float* out, const float* in, int n) {\n  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) out[i] = in[i] * )"
-        << i << R"(.0f;\n}\n"})" << "\n";
+        << i << R"(.0f;\n}\n"})"
+        << "\n";
   }
 }
 
@@ -52,9 +54,9 @@ TEST(Tokenizer, TrainFromJsonlMarkersAndRoundTrip) {
     EXPECT_EQ(ids[0], static_cast<int64_t>(4 + i)) << m;
     EXPECT_EQ(tok.id_to_piece(ids[0]), m);
   }
-  const std::string text = std::string(kInstructionMarker) + "Scale by 7." + kCodeMarker +
-                           "__global__ void k(float* o) {\n    o[0]  =  1.0f;\t// two  spaces\n}\n" +
-                           kEndMarker;
+  const std::string text =
+      std::string(kInstructionMarker) + "Scale by 7." + kCodeMarker +
+      "__global__ void k(float* o) {\n    o[0]  =  1.0f;\t// two  spaces\n}\n" + kEndMarker;
   auto ids = tok.encode(text);
   EXPECT_EQ(tok.decode(ids), text);  // identity normalization keeps whitespace runs and tabs
   // Characters never seen in training come back through byte fallback, not <unk>.
@@ -119,12 +121,14 @@ TEST(Tokenizer, CliTrain) {
   ScratchDir dir;
   write_jsonl_corpus(dir / "c.jsonl", 100);
   auto r = kernelrl::testing::run_kernelrl("tokenizer train --input " + (dir / "c.jsonl").string() +
-                                           " --vocab-size 400 --out " + (dir / "o" / "tok.model").string());
+                                           " --vocab-size 400 --out " +
+                                           (dir / "o" / "tok.model").string());
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("vocabulary"), std::string::npos) << r.output;
   auto tok = Tokenizer::load(dir / "o" / "tok.model");
   EXPECT_EQ(tok.encode(kCodeMarker).size(), 1u);
-  auto bad = kernelrl::testing::run_kernelrl("tokenizer train --input " + (dir / "nope.jsonl").string() +
-                                             " --out " + (dir / "x.model").string());
+  auto bad =
+      kernelrl::testing::run_kernelrl("tokenizer train --input " + (dir / "nope.jsonl").string() +
+                                      " --out " + (dir / "x.model").string());
   EXPECT_EQ(bad.exit_code, 2) << bad.output;
 }
