@@ -53,6 +53,14 @@ TEST(DebugPipeline, AllThreeStagesRunOnTheHostBackendAndResumeExactly) {
   EXPECT_FALSE(fs::is_empty(dir / "a/tensorboard/hgemm_rl"));
   EXPECT_TRUE(fs::exists(dir / "a/config.yaml"));
 
+  // Kernels sampled from the trained run, written and evaluated.
+  auto sample = run_command("cd " + kSrc + " && " + kBin + " sample --run-dir " + (dir / "a").string() +
+                            " --task hgemm --shape 64x64x64 -n 2 --max-new-tokens 32 --out " +
+                            (dir / "samples").string() + " --evaluate");
+  ASSERT_EQ(sample.exit_code, 0) << sample.output;
+  EXPECT_TRUE(fs::exists(dir / "samples/hgemm_64x64x64_nn_0.response.txt"));
+  EXPECT_THAT(sample.output, ::testing::HasSubstr("checkpoints/hgemm_rl/step_2"));
+
   // Same job, killed right after hgemm_rl step 1, then resumed.
   auto crashed = run_command("export KERNELRL_DEBUG_CRASH_AT=hgemm_rl:1 && " + job + " --run-dir " +
                              (dir / "b").string());

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# On a GPU host with the project built in $1 (default build-gpu): makes the quickstart data and
+# runs configs/quickstart.yaml into runs/quickstart-gpu, timing each phase; copies the metrics,
+# a report and the log to $2 (default $OUT). Used for the numbers in docs/benchmarks.md.
+set -uo pipefail
+build=${1:-build-gpu}
+out=${2:-${OUT:-/tmp}}
+shift $(( $# < 2 ? $# : 2 ))
+kr=$build/kernelrl
+mkdir -p runs/data "$out"
+t0=$(date +%s)
+[[ -s runs/data/synth.jsonl ]] || $kr data synth --families all --n 3000 --out runs/data/synth.jsonl
+[[ -s runs/data/corpus.jsonl ]] || $kr data build --from /usr/local/cuda/include --out runs/data/corpus.jsonl
+t1=$(date +%s)
+echo "data: $((t1 - t0)) s"
+rm -rf runs/quickstart-gpu
+timeout ${QUICKSTART_TIMEOUT:-480} $kr train configs/quickstart.yaml --run-dir runs/quickstart-gpu "$@" 2>&1 |
+  grep -v "^  \|trainer_interface\|unigram\|bpe_model\|^}\|^trainer_spec\|^normalizer\|^denormalizer\|sentencepiece_trainer" |
+  tee "$out/quickstart.log"
+rc=${PIPESTATUS[0]}
+t2=$(date +%s)
+echo "train: $((t2 - t1)) s (exit $rc)"
+cp runs/quickstart-gpu/metrics.jsonl "$out/quickstart_metrics.jsonl" 2>/dev/null
+$kr report runs/quickstart-gpu > "$out/quickstart_report.txt" 2>&1
+sqlite3 runs/quickstart-gpu/results.sqlite "select task, status, count(*) from candidates group by task, status" \
+  > "$out/quickstart_status.txt" 2>/dev/null || true
+exit $rc
