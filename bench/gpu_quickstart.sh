@@ -22,6 +22,9 @@ t2=$(date +%s)
 echo "train: $((t2 - t1)) s (exit $rc)"
 cp runs/quickstart-gpu/metrics.jsonl "$out/quickstart_metrics.jsonl" 2>/dev/null
 $kr report runs/quickstart-gpu > "$out/quickstart_report.txt" 2>&1
+$kr sample --run-dir runs/quickstart-gpu --task hgemm --shape 256x256x256 -n 8 \
+  --out runs/quickstart-gpu/samples --evaluate > "$out/quickstart_samples.txt" 2>&1
+tar czf "$out/quickstart_samples.tgz" -C runs/quickstart-gpu samples 2>/dev/null
 sqlite3 runs/quickstart-gpu/results.sqlite "select task, status, count(*) from candidates group by task, status" \
   > "$out/quickstart_status.txt" 2>/dev/null || true
 exit $rc

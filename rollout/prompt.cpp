@@ -57,6 +57,15 @@ std::string describe_task(const TaskSpec& task, const std::string& backend) {
   return s.str();
 }
 
+std::string exemplar_block(size_t index, const std::string& source, double score) {
+  char head[96];
+  if (score >= 0)
+    std::snprintf(head, sizeof head, "Earlier kernel %zu, measured score %.3f:\n", index + 1, score);
+  else
+    std::snprintf(head, sizeof head, "Earlier kernel %zu:\n", index + 1);
+  return head + source + "\n";
+}
+
 std::string build_prompt(const TaskSpec& task, const PromptParts& parts) {
   std::ostringstream p;
   p << kInstructionMarker << describe_task(task, parts.backend);
@@ -67,12 +76,8 @@ std::string build_prompt(const TaskSpec& task, const PromptParts& parts) {
   p << "\n" << kContextMarker;
   if (!parts.context.empty()) p << parts.context << "\n";
   if (!parts.profile.empty()) p << "Profile of earlier candidates:\n" << parts.profile << "\n";
-  for (size_t i = 0; i < parts.exemplars.size(); ++i) {
-    char head[96];
-    std::snprintf(head, sizeof head, "Earlier kernel %zu, measured score %.3f:\n", i + 1,
-                  parts.exemplars[i].score);
-    p << head << parts.exemplars[i].source << "\n";
-  }
+  for (size_t i = 0; i < parts.exemplars.size(); ++i)
+    p << exemplar_block(i, parts.exemplars[i].source, parts.exemplars[i].score);
   p << (parts.response_format == "sections" ? kAnalysisMarker : kCodeMarker);
   return p.str();
 }

@@ -24,6 +24,10 @@ struct PromptParts {
   std::string backend = "gpu";   // gpu: CUDA C++ for nvcc | host: C++ for g++ (CPU backend)
 };
 
+// One earlier kernel in a prompt's context ("Earlier kernel i, measured score s:" + code);
+// score < 0 omits the score (pretraining shows unscored siblings the same way).
+std::string exemplar_block(size_t index, const std::string& source, double score);
+
 // The task in words: the operation, shapes, dtypes, layout, accumulation and the contract.
 std::string describe_task(const TaskSpec& task, const std::string& backend);
 

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 
 #include "common/error.h"
 #include "common/fs.h"
@@ -13,6 +14,7 @@
 #include "common/progress.h"
 #include "model/checkpoint.h"
 #include "model/device.h"
+#include "rollout/prompt.h"
 #include "trainer/train_utils.h"
 
 namespace kernelrl {
@@ -53,11 +55,41 @@ PackedSequences pack_triplets(const std::vector<Triplet>& triplets, const Tokeni
   return out;
 }
 
+namespace {
+uint64_t fnv1a(const std::string& s, uint64_t h = 1469598103934665603ull) {
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+}  // namespace
+
 bool is_holdout(const std::string& id, double fraction) {
   if (fraction <= 0) return false;
-  uint64_t h = 1469598103934665603ull;  // FNV-1a
-  for (unsigned char c : id) h = (h ^ c) * 1099511628211ull;
-  return static_cast<double>(h % 1000000) < fraction * 1e6;
+  return static_cast<double>(fnv1a(id) % 1000000) < fraction * 1e6;
+}
+
+void add_exemplar_context(std::vector<Triplet>& triplets, double rate) {
+  if (rate <= 0) return;
+  // Family key: the family tag and the backend tag ("family", <family>, <backend>, ...).
+  std::map<std::string, std::vector<size_t>> by_family;
+  for (size_t i = 0; i < triplets.size(); ++i) {
+    const auto& t = triplets[i];
+    if (t.source.rfind("family:", 0) == 0 && t.tags.size() >= 3)
+      by_family[t.tags[1] + "/" + t.tags[2]].push_back(i);
+  }
+  std::vector<std::string> sibling_code(triplets.size());
+  for (const auto& [key, members] : by_family) {
+    if (members.size() < 2) continue;
+    for (size_t i : members) {
+      const uint64_t h = fnv1a(triplets[i].id, 0x5bd1e995ull);
+      if (static_cast<double>(h % 1000000) >= rate * 1e6) continue;
+      size_t j = members[(h >> 20) % members.size()];
+      if (j == i) j = members[((h >> 20) + 1) % members.size()];
+      sibling_code[i] = triplets[j].code;
+    }
+  }
+  for (size_t i = 0; i < triplets.size(); ++i)
+    if (!sibling_code[i].empty())
+      triplets[i].context += "\n" + exemplar_block(0, sibling_code[i], /*score=*/-1);
 }
 
 Tokenizer stage_tokenizer(const StageContext& ctx, const std::vector<Triplet>& triplets,
@@ -146,6 +178,8 @@ fs::path run_pretrain_stage(StageContext& ctx) {
     for (auto& t : read_triplets(p))
       (is_holdout(t.id, job.data.holdout_fraction) ? heldout_docs : train_docs).push_back(t);
   }
+  add_exemplar_context(train_docs, stage.exemplar_context);
+  add_exemplar_context(heldout_docs, stage.exemplar_context);
   fs::path tokenizer_path;
   Tokenizer tok = stage_tokenizer(ctx, train_docs, &tokenizer_path);
   const bool code_only = stage.loss_on == "code";

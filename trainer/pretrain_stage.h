@@ -37,6 +37,11 @@ std::string format_triplet(const Triplet& t);
 PackedSequences pack_triplets(const std::vector<Triplet>& triplets, const Tokenizer& tokenizer,
                               int64_t seq_len, bool code_only_loss);
 
+// For a share `rate` of kernel-family triplets (source "family:..."), appends a sibling variant
+// of the same family and backend (chosen by a hash of the id) to the context as an unscored
+// "Earlier kernel" block, so pretraining sees the RL prompt's exemplar layout. Deterministic.
+void add_exemplar_context(std::vector<Triplet>& triplets, double rate);
+
 // Deterministic held-out split by a hash of the triplet id.
 bool is_holdout(const std::string& id, double fraction);
 

@@ -74,6 +74,9 @@ struct StageConfig {
   int64_t eval_every = 50;          // held-out evaluation period, steps; 0 = off
   int64_t eval_batches = 8;         // held-out micro-batches per evaluation (pretrain)
   std::string loss_on = "all";      // pretrain loss on all tokens or on code tokens only
+  double exemplar_context = 0.0;    // pretrain: share of kernel-family triplets whose context
+                                    // also shows another variant of the same family, the way
+                                    // RL prompts show exemplars
   int64_t checkpoint_every = 50;    // checkpoint period, steps; 0 = only at the end
   OptimizerConfig optimizer;
   GrpoConfig grpo;                  // used by the RL stages
@@ -89,6 +92,9 @@ struct StageConfig {
     v.field("eval_every", eval_every, "held-out eval period; 0 = off", cfg::at_least(0));
     v.field("eval_batches", eval_batches, "held-out micro-batches per eval", cfg::at_least(1));
     v.field("loss_on", loss_on, "pretrain loss on: all | code", {"all", "code"});
+    v.field("exemplar_context", exemplar_context,
+            "pretrain: share of family triplets shown a sibling variant as context",
+            cfg::in_closed(0, 1));
     v.field("checkpoint_every", checkpoint_every, "checkpoint period; 0 = end only",
             cfg::at_least(0));
     v.section("optimizer", optimizer, "AdamW and schedule");
