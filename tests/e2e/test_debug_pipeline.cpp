@@ -27,7 +27,7 @@ std::vector<nlohmann::json> stage_records(const fs::path& run, const std::string
 
 TEST(DebugPipeline, AllThreeStagesRunOnTheHostBackendAndResumeExactly) {
   ScratchDir dir;
-  auto synth = run_command(kBin + " data synth --families all --n 300 --out " +
+  auto synth = run_command("cd " + kSrc + " && " + kBin + " data synth --families all --n 300 --out " +
                            (dir / "synth.jsonl").string());
   ASSERT_EQ(synth.exit_code, 0) << synth.output;
   const std::string job = "cd " + kSrc + " && " + kBin + " train configs/debug.yaml 'data.corpus=[" +

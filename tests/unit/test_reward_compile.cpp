@@ -70,9 +70,12 @@ TEST(RewardCompile, HostCacheHitFailureAndDuplicates) {
 TEST(RewardCompile, HostTimeout) {
   testing::ScratchDir dir;
   CompilePool pool("host", "host", dir.path(), 1, /*timeout_s=*/1.0);
-  // Constant evaluation that takes far longer than a second.
+  // Constant evaluation that takes far longer than a second: nested loops stay under GCC's
+  // per-loop iteration limit (262144), so the compiler grinds through ~10^10 operations
+  // (tens of seconds before -fconstexpr-ops-limit) instead of failing at once.
   std::string slow = std::string(kOk) +
-                     "constexpr long long spin() { long long s = 0; for (long long i = 0; i < 4000000000LL; ++i) s += i % 7; return s; }\n"
+                     "constexpr long long spin() { long long s = 0; for (long long i = 0; i < 100000; ++i)"
+                     " for (long long j = 0; j < 100000; ++j) s += (i ^ j) % 7; return s; }\n"
                      "static_assert(spin() > 0, \"\");\n";
   auto r = pool.compile(slow);
   EXPECT_FALSE(r.ok);
