@@ -12,6 +12,7 @@
 #include <string>
 
 #include "reward/evaluator.h"
+#include "data/task_suite.h"
 #include "reward/task_json.h"
 
 using namespace kernelrl;
@@ -54,7 +55,7 @@ int main(int argc, char** argv) {
   cfg.backend = argc > 3 ? argv[3] : "auto";
   cfg.cache_dir = (dir / "cache").string();
   Evaluator ev(cfg, dir / "results.sqlite");
-  TaskSpec task = make_hgemm_task(m, nn, k, "nn");
+  TaskSpec task = hgemm_task(m, nn, k, "nn");
   // Warm: start the worker and autotune the reference baseline once (not counted).
   auto warm = ev.evaluate_one(task, variant(100000));
   std::printf("warm-up candidate: %s %s (%s)\n", status_name(warm.status), warm.check.c_str(), warm.reason.c_str());

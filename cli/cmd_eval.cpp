@@ -10,6 +10,7 @@
 #include "common/fs.h"
 #include "reward/compile.h"
 #include "reward/evaluator.h"
+#include "data/task_suite.h"
 #include "reward/task_json.h"
 
 namespace kernelrl::cli {
@@ -111,7 +112,7 @@ void register_eval(CLI::App& app) {
     fs::path cache = cfg.cache_dir.empty() ? default_cache_dir() : fs::path(cfg.cache_dir);
     fs::path store = o->store.empty() ? cache / "results.sqlite" : fs::path(o->store);
     Evaluator ev(cfg, store);
-    TaskSpec task = make_hgemm_task(m, n, k, o->layout, o->acc);
+    TaskSpec task = hgemm_task(m, n, k, o->layout, o->acc);
     EvalResult r = ev.evaluate_one(task, source);
     print_result(r, o->kernel, ev.backend(), ev.device_name());
     if (!o->json.empty()) {

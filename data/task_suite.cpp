@@ -244,7 +244,6 @@ TaskSpec hgemm_task(int64_t m, int64_t n, int64_t k, const std::string& layout,
   t.layout = layout;
   t.acc = acc;
   t.op = "hgemm";
-  // Same naming as reward/task_json.h's make_hgemm_task.
   t.name = "hgemm_" + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) + "_" +
            layout + (acc == "f16" ? "_acc16" : "");
   t.inputs = {{"A", {m, k}, "f16", "normal"},

@@ -1,5 +1,10 @@
 #include "data/tokenizer.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdio>
+
 #include <sentencepiece_processor.h>
 #include <sentencepiece_trainer.h>
 
@@ -8,6 +13,7 @@
 #include <unordered_map>
 
 #include "common/error.h"
+#include "common/log.h"
 #include "common/fs.h"
 
 namespace kernelrl {
@@ -143,7 +149,21 @@ Tokenizer Tokenizer::train(const fs::path& input, const fs::path& out_model,
   };
   LineIterator it(lines);
   std::string proto;
+  // SentencePiece's trainer logs hundreds of lines to stderr; keep them only at --log-level debug.
+  const bool quiet = log::level() > log::Level::debug;
+  int saved_stderr = -1;
+  if (quiet) {
+    std::fflush(stderr);
+    saved_stderr = ::dup(STDERR_FILENO);
+    int devnull = ::open("/dev/null", O_WRONLY);
+    if (devnull >= 0) ::dup2(devnull, STDERR_FILENO), ::close(devnull);
+  }
   auto status = sentencepiece::SentencePieceTrainer::Train(args, &it, &proto);
+  if (saved_stderr >= 0) {
+    std::fflush(stderr);
+    ::dup2(saved_stderr, STDERR_FILENO);
+    ::close(saved_stderr);
+  }
   if (!status.ok()) {
     throw UserError("tokenizer training on " + input.string() + " failed: " + status.ToString());
   }

@@ -53,21 +53,6 @@ TaskSpec task_from_json(const nlohmann::json& j) {
   return t;
 }
 
-TaskSpec make_hgemm_task(int64_t m, int64_t n, int64_t k, const std::string& layout,
-                         const std::string& acc) {
-  TaskSpec t;
-  t.kind = "hgemm";
-  t.m = m;
-  t.n = n;
-  t.k = k;
-  t.layout = layout;
-  t.acc = acc;
-  t.name = "hgemm_" + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) + "_" +
-           layout + (acc == "f16" ? "_acc16" : "");
-  t.description = "C[M,N] = A[M,K] * B[K,N] in fp16 with " + acc + " accumulation, layout " + layout;
-  return t;
-}
-
 void parse_shape(const std::string& text, int64_t& m, int64_t& n, int64_t& k) {
   static const std::regex re(R"(^\s*(\d+)\s*[xX,]\s*(\d+)\s*[xX,]\s*(\d+)\s*$)");
   std::smatch mt;

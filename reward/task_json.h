@@ -13,10 +13,6 @@ namespace kernelrl {
 nlohmann::json task_to_json(const TaskSpec& t);
 TaskSpec task_from_json(const nlohmann::json& j);
 
-// "hgemm_{M}x{N}x{K}_{layout}" with acc f32 unless given.
-TaskSpec make_hgemm_task(int64_t m, int64_t n, int64_t k, const std::string& layout = "nn",
-                         const std::string& acc = "f32");
-
 // Parses "MxNxK" (throws UserError naming the text).
 void parse_shape(const std::string& text, int64_t& m, int64_t& n, int64_t& k);
 // "MxNxK" of an HGEMM task; the first input's shape ("4096x1024") of a general task.

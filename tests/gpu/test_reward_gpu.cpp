@@ -9,6 +9,7 @@
 #include <cstdio>
 
 #include "reward/evaluator.h"
+#include "data/task_suite.h"
 #include "reward/task_json.h"
 #include "test_util.h"
 
@@ -56,7 +57,7 @@ TEST(RewardGpu, ReferenceKernelsPassWithEveryBaseline) {
   cfg.baselines = {"all"};
   Evaluator ev(cfg, dir / "results.sqlite");
   for (const char* layout : {"nn"}) {
-    TaskSpec task = make_hgemm_task(256, 384, 4096, layout);
+    TaskSpec task = hgemm_task(256, 384, 4096, layout);
     auto rs = ev.evaluate(task, {fixture("gpu_hgemm_ref.cu"), fixture("gpu_naive.cu")});
     for (const auto& r : rs) {
       print("pass", r);
@@ -95,7 +96,7 @@ TEST(RewardGpu, AdversarialKernelsAreCaughtAndNamed) {
   };
   std::vector<std::string> sources;
   for (const auto& c : cases) sources.push_back(fixture(c.file));
-  auto rs = ev.evaluate(make_hgemm_task(256, 384, 4096, "nn"), sources);
+  auto rs = ev.evaluate(hgemm_task(256, 384, 4096, "nn"), sources);
   for (size_t i = 0; i < rs.size(); ++i) {
     print(cases[i].file, rs[i]);
     EXPECT_EQ(rs[i].status, cases[i].status) << cases[i].file << ": " << rs[i].check << ": " << rs[i].reason;
@@ -112,7 +113,7 @@ TEST(RewardGpu, SameKernelTimedTwiceAgreesWithin2Percent) {
   cfg.timing_budget_ms = 1000;
   Evaluator ev(cfg, dir / "results.sqlite");
   for (int64_t s : {1024, 2048, 4096}) {
-    TaskSpec task = make_hgemm_task(s, s, s, "nn");
+    TaskSpec task = hgemm_task(s, s, s, "nn");
     auto a = ev.evaluate_one(task, fixture("gpu_hgemm_ref.cu"));
     auto b = ev.evaluate_one(task, fixture("gpu_hgemm_ref.cu"));
     print("run1", a);

@@ -8,6 +8,7 @@
 
 #include "reward/evaluator.h"
 #include "reward/reward_formula.h"
+#include "data/task_suite.h"
 #include "reward/task_json.h"
 #include "test_util.h"
 
@@ -36,7 +37,7 @@ RewardConfig host_config(const testing::ScratchDir& dir) {
 }
 
 // K = 4096 so that {0,1} sums exceed 2048 (where fp16 accumulation becomes inexact).
-TaskSpec host_task() { return make_hgemm_task(32, 40, 4096, "nn"); }
+TaskSpec host_task() { return hgemm_task(32, 40, 4096, "nn"); }
 
 TEST(RewardHost, CorrectKernelPassesScoresAndIsStored) {
   testing::ScratchDir dir;
@@ -44,7 +45,7 @@ TEST(RewardHost, CorrectKernelPassesScoresAndIsStored) {
   cfg.l2 = "cold";  // rotation of input sets on the host too
   Evaluator ev(cfg, dir / "results.sqlite");
   auto src = fixture("host_hgemm_ok.cpp");
-  const TaskSpec task = make_hgemm_task(32, 40, 512, "nn");
+  const TaskSpec task = hgemm_task(32, 40, 512, "nn");
   auto r = ev.evaluate_one(task, src);
   ASSERT_EQ(r.status, EvalStatus::ok) << r.check << ": " << r.reason << "\n" << r.compile_log;
   EXPECT_EQ(ev.backend(), "host");
