@@ -1,5 +1,7 @@
 #include "data/minhash.h"
 
+#include "common/hash.h"
+
 #include <cctype>
 #include <limits>
 #include <stdexcept>
@@ -7,17 +9,6 @@
 namespace kernelrl {
 namespace {
 
-uint64_t mix64(uint64_t x) {  // splitmix64 finalizer
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
-uint64_t fnv1a(const std::string& s, uint64_t h = 1469598103934665603ULL) {
-  for (unsigned char c : s) h = (h ^ c) * 1099511628211ULL;
-  return h;
-}
 
 }  // namespace
 
@@ -49,7 +40,7 @@ MinHashDeduper::MinHashDeduper(int64_t num_perm, int64_t bands, int64_t shingle,
       threshold_(threshold) {
   if (bands <= 0 || num_perm % bands != 0)
     throw std::invalid_argument("MinHash: bands must divide num_perm");
-  for (int64_t i = 0; i < num_perm; ++i) seeds_.push_back(mix64(0x5eed0000ULL + i));
+  for (int64_t i = 0; i < num_perm; ++i) seeds_.push_back(splitmix64(0x5eed0000ULL + i));
   buckets_.resize(bands);
 }
 
@@ -62,7 +53,7 @@ std::vector<uint64_t> MinHashDeduper::signature(const std::string& code) const {
     uint64_t h = 1469598103934665603ULL;
     for (size_t j = i; j < std::min(tok.size(), i + k); ++j) h = fnv1a(tok[j], h ^ 0x1f);
     for (int64_t p = 0; p < num_perm_; ++p) {
-      uint64_t v = mix64(h ^ seeds_[p]);
+      uint64_t v = splitmix64(h ^ seeds_[p]);
       if (v < sig[p]) sig[p] = v;
     }
   }
@@ -81,7 +72,7 @@ bool MinHashDeduper::is_duplicate_then_add(const std::string& code) {
   std::vector<uint64_t> keys(bands_);
   for (int64_t b = 0; b < bands_; ++b) {
     uint64_t h = 0x7a11ULL + b;
-    for (int64_t r = 0; r < rows_; ++r) h = mix64(h ^ sig[b * rows_ + r]);
+    for (int64_t r = 0; r < rows_; ++r) h = splitmix64(h ^ sig[b * rows_ + r]);
     keys[b] = h;
     auto it = buckets_[b].find(h);
     if (it == buckets_[b].end()) continue;

@@ -1,5 +1,7 @@
 #include "model/generate.h"
 
+#include "common/hash.h"
+
 #include <ATen/CPUGeneratorImpl.h>
 
 #include <algorithm>
@@ -54,10 +56,7 @@ namespace {
 
 // splitmix64 of (seed, row): independent, well-spread seeds per row.
 uint64_t mix_seed(uint64_t seed, uint64_t row) {
-  uint64_t z = seed + 0x9E3779B97F4A7C15ull * (row + 1);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
+  return splitmix64(seed + 0x9E3779B97F4A7C15ull * row);
 }
 
 // Length of the shortest prefix of ids[0, len) whose text contains a stop string, or -1.

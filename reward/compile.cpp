@@ -181,18 +181,18 @@ std::vector<CompileOutcome> CompilePool::compile_all(
   std::vector<CompileOutcome> out(sources.size());
   // One compile per distinct hash; the rest copy its outcome.
   std::map<std::string, size_t> first;
-  std::vector<size_t> todo;
+  std::vector<size_t> pending;
   std::vector<std::string> hashes(sources.size());
   std::map<size_t, std::vector<size_t>> dups;  // first index -> later duplicates
   for (size_t i = 0; i < sources.size(); ++i) {
     hashes[i] = hash_of(sources[i]);
-    if (first.emplace(hashes[i], i).second) todo.push_back(i);
+    if (first.emplace(hashes[i], i).second) pending.push_back(i);
     else dups[first[hashes[i]]].push_back(i);
   }
   std::atomic<size_t> next{0};
   auto work = [&] {
-    for (size_t t; (t = next++) < todo.size();) {
-      size_t i = todo[t];
+    for (size_t t; (t = next++) < pending.size();) {
+      size_t i = pending[t];
       try {
         out[i] = compile(sources[i]);
       } catch (const std::exception& e) {
@@ -211,7 +211,7 @@ std::vector<CompileOutcome> CompilePool::compile_all(
       }
     }
   };
-  int n = std::min<int>(jobs_, static_cast<int>(todo.size()));
+  int n = std::min<int>(jobs_, static_cast<int>(pending.size()));
   std::vector<std::thread> threads;
   for (int i = 1; i < n; ++i) threads.emplace_back(work);
   work();

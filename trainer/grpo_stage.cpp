@@ -10,6 +10,7 @@
 #include <random>
 
 #include "common/error.h"
+#include "common/hash.h"
 #include "common/log.h"
 #include "common/progress.h"
 #include "common/tensorboard.h"
@@ -31,12 +32,7 @@ double since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-uint64_t mix(uint64_t a, uint64_t b) {  // splitmix64 of a combined key
-  uint64_t z = a * 0x9E3779B97F4A7C15ull + b + 0x632BE59BD9B4E019ull;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
+uint64_t mix(uint64_t a, uint64_t b) { return splitmix64(a ^ splitmix64(b)); }
 
 // One sampled candidate after evaluation.
 struct Scored {

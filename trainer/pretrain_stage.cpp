@@ -10,6 +10,7 @@
 
 #include "common/error.h"
 #include "common/fs.h"
+#include "common/hash.h"
 #include "common/log.h"
 #include "common/progress.h"
 #include "model/checkpoint.h"
@@ -54,13 +55,6 @@ PackedSequences pack_triplets(const std::vector<Triplet>& triplets, const Tokeni
   out.loss_mask.select(1, 0).zero_();  // the first token of a row has no predecessor here
   return out;
 }
-
-namespace {
-uint64_t fnv1a(const std::string& s, uint64_t h = 1469598103934665603ull) {
-  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
-  return h;
-}
-}  // namespace
 
 bool is_holdout(const std::string& id, double fraction) {
   if (fraction <= 0) return false;

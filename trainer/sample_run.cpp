@@ -2,7 +2,6 @@
 
 #include <cstdio>
 #include <random>
-#include <regex>
 
 #include "common/error.h"
 #include "common/fs.h"
@@ -10,6 +9,7 @@
 #include "model/checkpoint.h"
 #include "model/device.h"
 #include "reward/evaluator.h"
+#include "reward/task_json.h"
 #include "rollout/exemplar_store.h"
 #include "rollout/group_sampler.h"
 #include "trainer/job_config.h"
@@ -20,11 +20,9 @@ namespace {
 
 TaskSpec resolve_task(const JobConfig& job, const SampleRunOptions& o, const std::string& backend) {
   if (o.task == "hgemm") {
-    std::smatch m;
-    static const std::regex shape_re("([0-9]+)x([0-9]+)x([0-9]+)");
-    if (!std::regex_match(o.shape, m, shape_re))
-      throw UserError("--shape: expected MxNxK (e.g. 4096x4096x4096), got \"" + o.shape + "\"");
-    return hgemm_task(std::stoll(m[1]), std::stoll(m[2]), std::stoll(m[3]), o.layout);
+    int64_t m, n, k;
+    parse_shape(o.shape, m, n, k);
+    return hgemm_task(m, n, k, o.layout);
   }
   for (auto& t : load_task_suite(job.data.general_tasks, backend))
     if (t.name == o.task) return t;

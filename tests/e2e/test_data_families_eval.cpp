@@ -10,28 +10,15 @@
 #include "data/task_ops.h"
 #include "data/task_suite.h"
 #include "reward/evaluator.h"
+#include "reward_test_util.h"
 #include "test_util.h"
 
 namespace kernelrl {
 namespace {
 
-RewardConfig host_config(const testing::ScratchDir& dir) {
-  RewardConfig cfg;
-  cfg.backend = "host";
-  cfg.cache_dir = (dir / "cache").string();
-  cfg.seeds = 2;
-  cfg.warmup = 1;
-  cfg.min_rounds = 3;
-  cfg.max_rounds = 5;
-  cfg.timing_budget_ms = 5;
-  cfg.compile_jobs = 2;
-  cfg.l2 = "hot";
-  return cfg;
-}
-
 TEST(DataFamiliesEval, HostVariantOfEveryFamilyPassesTheEvaluator) {
   testing::ScratchDir dir;
-  Evaluator ev(host_config(dir), dir / "results.sqlite");
+  Evaluator ev(testing::fast_host_reward_config(dir), dir / "results.sqlite");
   auto tasks =
       load_task_suite(std::string(KERNELRL_SOURCE_DIR) + "/configs/tasks/general.yaml", "host");
   std::set<std::string> done;

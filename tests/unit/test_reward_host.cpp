@@ -10,6 +10,7 @@
 #include "reward/reward_formula.h"
 #include "data/task_suite.h"
 #include "reward/task_json.h"
+#include "reward_test_util.h"
 #include "test_util.h"
 
 namespace kernelrl {
@@ -20,17 +21,8 @@ std::string fixture(const std::string& name) {
 }
 
 RewardConfig host_config(const testing::ScratchDir& dir) {
-  RewardConfig cfg;
-  cfg.backend = "host";
-  cfg.cache_dir = (dir / "cache").string();
-  cfg.seeds = 2;
-  cfg.warmup = 1;
-  cfg.min_rounds = 3;
-  cfg.max_rounds = 5;
-  cfg.timing_budget_ms = 5;
+  RewardConfig cfg = testing::fast_host_reward_config(dir);
   cfg.call_timeout_s = 0.5;  // a silent worker is declared hung after 2*0.5+5 s
-  cfg.compile_jobs = 2;
-  cfg.l2 = "hot";
   cfg.alpha = 0.1;
   cfg.beta = 0.05;
   return cfg;
