@@ -25,6 +25,14 @@ $kr report runs/quickstart-gpu > "$out/quickstart_report.txt" 2>&1
 $kr sample --run-dir runs/quickstart-gpu --task hgemm --shape 256x256x256 -n 8 \
   --out runs/quickstart-gpu/samples --evaluate > "$out/quickstart_samples.txt" 2>&1
 tar czf "$out/quickstart_samples.tgz" -C runs/quickstart-gpu samples 2>/dev/null
+# Best policy-sampled kernel per shape / task (and whether it is a copy of a family variant),
+# and the hgemm_rl reward curve.
+[[ -s runs/data/hgemm_families.jsonl ]] ||
+  $kr data synth --families hgemm_tiled,hgemm_wmma,hgemm_mma --n 4000 --out runs/data/hgemm_families.jsonl
+python3 bench/quickstart_best.py runs/quickstart-gpu runs/data/hgemm_families.jsonl --scope hgemm_rl \
+  > "$out/quickstart_best_hgemm.md" 2>&1
+python3 bench/quickstart_best.py runs/quickstart-gpu runs/data/synth.jsonl --scope general_rl \
+  > "$out/quickstart_best_general.md" 2>&1
 sqlite3 runs/quickstart-gpu/results.sqlite "select task, status, count(*) from candidates group by task, status" \
   > "$out/quickstart_status.txt" 2>/dev/null || true
 exit $rc

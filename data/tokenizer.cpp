@@ -126,6 +126,10 @@ Tokenizer Tokenizer::train(const fs::path& input, const fs::path& out_model,
   for (const auto& m : section_markers()) markers += (markers.empty() ? "" : ",") + m;
   // Ids: unk 0, bos 1, eos 2, pad 3, then the markers, then bytes and merges. Identity
   // normalization and kept whitespace: code's indentation and blank-space runs are content.
+  // Pieces may cross spaces, newlines and letter/punctuation boundaries ("▁+=▁BK)▁{\n"): on
+  // the kernel families this packs ~2.8x more code per token than SentencePiece's default
+  // word-bounded pieces (an mma.sync HGEMM: 5,423 -> 1,963 tokens at 8,192 pieces), which is
+  // what lets an exemplar and a whole kernel share one context.
   const std::unordered_map<std::string, std::string> args = {
       {"model_type", "bpe"},
       {"vocab_size", std::to_string(options.vocab_size)},
@@ -135,6 +139,8 @@ Tokenizer Tokenizer::train(const fs::path& input, const fs::path& out_model,
       {"remove_extra_whitespaces", "false"},
       {"add_dummy_prefix", "false"},  // no invented leading space: text starts as written
       {"split_digits", "true"},
+      {"split_by_whitespace", "false"},
+      {"split_by_unicode_script", "false"},
       {"allow_whitespace_only_pieces", "true"},
       {"max_sentence_length", std::to_string(options.max_sentence_chars)},
       {"input_sentence_size", std::to_string(options.input_sentence_size)},

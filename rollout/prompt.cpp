@@ -66,13 +66,18 @@ std::string exemplar_block(size_t index, const std::string& source, double score
   return head + source + "\n";
 }
 
+std::string task_instruction(const TaskSpec& task, const PromptParts& parts) {
+  std::string s = describe_task(task, parts.backend);
+  s += "Make it as fast as possible while staying correct.";
+  if (parts.response_format == "sections")
+    s += " First analyse why the earlier kernels scored as they did, then describe your design, "
+         "then write the code.";
+  return s;
+}
+
 std::string build_prompt(const TaskSpec& task, const PromptParts& parts) {
   std::ostringstream p;
-  p << kInstructionMarker << describe_task(task, parts.backend);
-  p << "Make it as fast as possible while staying correct.";
-  if (parts.response_format == "sections")
-    p << " First analyse why the earlier kernels scored as they did, then describe your design, "
-         "then write the code.";
+  p << kInstructionMarker << task_instruction(task, parts);
   p << "\n" << kContextMarker;
   if (!parts.context.empty()) p << parts.context << "\n";
   if (!parts.profile.empty()) p << "Profile of earlier candidates:\n" << parts.profile << "\n";

@@ -31,6 +31,11 @@ std::string exemplar_block(size_t index, const std::string& source, double score
 // The task in words: the operation, shapes, dtypes, layout, accumulation and the contract.
 std::string describe_task(const TaskSpec& task, const std::string& backend);
 
+// The instruction section of a prompt: describe_task plus what is asked for (speed, and the
+// CUDA-L1 sections when parts.response_format is "sections"). Pretraining writes family
+// triplets with the same text, so the policy has seen its RL prompts before RL starts.
+std::string task_instruction(const TaskSpec& task, const PromptParts& parts);
+
 // The full prompt text (ends with the code marker, or the analysis marker for `sections`).
 std::string build_prompt(const TaskSpec& task, const PromptParts& parts);
 

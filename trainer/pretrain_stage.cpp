@@ -2,6 +2,7 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -13,6 +14,7 @@
 #include "common/hash.h"
 #include "common/log.h"
 #include "common/progress.h"
+#include "data/task_suite.h"
 #include "model/checkpoint.h"
 #include "model/device.h"
 #include "rollout/prompt.h"
@@ -61,7 +63,8 @@ bool is_holdout(const std::string& id, double fraction) {
   return static_cast<double>(fnv1a(id) % 1000000) < fraction * 1e6;
 }
 
-void add_exemplar_context(std::vector<Triplet>& triplets, double rate) {
+void add_exemplar_context(std::vector<Triplet>& triplets, double rate,
+                          const std::vector<TaskSpec>& hgemm_shapes) {
   if (rate <= 0) return;
   // Family key: the family tag and the backend tag ("family", <family>, <backend>, ...).
   std::map<std::string, std::vector<size_t>> by_family;
@@ -81,9 +84,28 @@ void add_exemplar_context(std::vector<Triplet>& triplets, double rate) {
       sibling_code[i] = triplets[j].code;
     }
   }
-  for (size_t i = 0; i < triplets.size(); ++i)
-    if (!sibling_code[i].empty())
-      triplets[i].context += "\n" + exemplar_block(0, sibling_code[i], /*score=*/-1);
+  auto has_tag = [](const Triplet& t, const std::string& tag) {
+    return std::find(t.tags.begin(), t.tags.end(), tag) != t.tags.end();
+  };
+  for (size_t i = 0; i < triplets.size(); ++i) {
+    if (sibling_code[i].empty()) continue;
+    Triplet& t = triplets[i];
+    std::string block = exemplar_block(0, sibling_code[i], /*score=*/-1);
+    if (hgemm_shapes.empty() || t.tags.size() < 4 || t.tags[3] != "hgemm") {
+      t.context += "\n" + block;
+      continue;
+    }
+    // Tags of a HGEMM family triplet: family, <family>, <cuda|host>, hgemm, layout_*, acc_*.
+    const TaskSpec& shape = hgemm_shapes[fnv1a(t.id, 0x9e3779b97f4a7c15ull) % hgemm_shapes.size()];
+    const TaskSpec task = hgemm_task(shape.m, shape.n, shape.k,
+                                     has_tag(t, "layout_tn") ? "tn" : "nn",
+                                     has_tag(t, "acc_f16") ? "f16" : "f32");
+    PromptParts parts;
+    parts.backend = t.tags[2] == "host" ? "host" : "gpu";
+    t.instruction = task_instruction(task, parts);
+    block.pop_back();  // the triplet template adds the newline before the code marker
+    t.context = block;
+  }
 }
 
 Tokenizer stage_tokenizer(const StageContext& ctx, const std::vector<Triplet>& triplets,
@@ -172,8 +194,11 @@ fs::path run_pretrain_stage(StageContext& ctx) {
     for (auto& t : read_triplets(p))
       (is_holdout(t.id, job.data.holdout_fraction) ? heldout_docs : train_docs).push_back(t);
   }
-  add_exemplar_context(train_docs, stage.exemplar_context);
-  add_exemplar_context(heldout_docs, stage.exemplar_context);
+  // HGEMM family triplets shown as hgemm_rl prompts use the shapes that stage will train on.
+  const std::vector<TaskSpec> hgemm_shapes =
+      stage.exemplar_context > 0 ? hgemm_grid(job.data.hgemm_grid) : std::vector<TaskSpec>{};
+  add_exemplar_context(train_docs, stage.exemplar_context, hgemm_shapes);
+  add_exemplar_context(heldout_docs, stage.exemplar_context, hgemm_shapes);
   fs::path tokenizer_path;
   Tokenizer tok = stage_tokenizer(ctx, train_docs, &tokenizer_path);
   const bool code_only = stage.loss_on == "code";

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "data/task.h"
 #include "data/tokenizer.h"
 #include "data/triplet.h"
 #include "trainer/pipeline.h"
@@ -39,8 +40,13 @@ PackedSequences pack_triplets(const std::vector<Triplet>& triplets, const Tokeni
 
 // For a share `rate` of kernel-family triplets (source "family:..."), appends a sibling variant
 // of the same family and backend (chosen by a hash of the id) to the context as an unscored
-// "Earlier kernel" block, so pretraining sees the RL prompt's exemplar layout. Deterministic.
-void add_exemplar_context(std::vector<Triplet>& triplets, double rate);
+// "Earlier kernel" block, so pretraining sees the RL prompt's exemplar layout. HGEMM family
+// triplets among them become RL prompts outright when `hgemm_shapes` is non-empty: the
+// instruction is rollout's task_instruction for one of those shapes (by the id's hash) with the
+// variant's layout and accumulation, and the context is the sibling block alone, so the packed
+// text is exactly the prompt hgemm_rl will show followed by the variant. Deterministic.
+void add_exemplar_context(std::vector<Triplet>& triplets, double rate,
+                          const std::vector<TaskSpec>& hgemm_shapes = {});
 
 // Deterministic held-out split by a hash of the triplet id.
 bool is_holdout(const std::string& id, double fraction);

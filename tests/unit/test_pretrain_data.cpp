@@ -4,6 +4,9 @@
 #include <gtest/gtest.h>
 
 #include "test_util.h"
+#include "data/task_suite.h"
+#include "data/tokenizer.h"
+#include "rollout/prompt.h"
 #include "trainer/pretrain_stage.h"
 
 namespace kernelrl {
@@ -11,6 +14,46 @@ namespace {
 
 Triplet family(const std::string& id, const std::string& fam, const std::string& code) {
   return {id, "write " + fam, "ctx", code, "family:" + id, {"family", fam, "cuda"}};
+}
+
+// A HGEMM family triplet shown with a sibling becomes, token for token, the prompt the
+// hgemm_rl stage builds (rollout/prompt.h) for a shape of the grid, followed by its own code.
+TEST(PretrainData, HgemmFamilyTripletsBecomeTheRlPromptOfAGridShape) {
+  auto hgemm = [](const std::string& id, const std::string& backend, const std::string& layout,
+                  const std::string& acc, const std::string& code) {
+    return Triplet{id, "write it", "docs", code, "family:" + id,
+                   {"family", "hgemm_tiled", backend, "hgemm", "layout_" + layout, "acc_" + acc}};
+  };
+  std::vector<Triplet> docs = {hgemm("t1", "cuda", "tn", "f16", "K1\n"),
+                               hgemm("t2", "cuda", "tn", "f16", "K2\n"),
+                               hgemm("h1", "host", "nn", "f32", "H1\n"),
+                               hgemm("h2", "host", "nn", "f32", "H2\n")};
+  const std::vector<TaskSpec> shapes = {hgemm_task(64, 128, 256), hgemm_task(512, 64, 64)};
+  auto out = docs;
+  add_exemplar_context(out, 1.0, shapes);
+  for (size_t i = 0; i < out.size(); ++i) {
+    SCOPED_TRACE(docs[i].id);
+    const Triplet& t = out[i];
+    EXPECT_EQ(t.code, docs[i].code);
+    const std::string sibling = docs[i ^ 1].code;  // the only other variant of its backend
+    // Which grid shape: find the one whose prompt matches; exactly one must.
+    int matches = 0;
+    for (const auto& s : shapes) {
+      TaskSpec task = hgemm_task(s.m, s.n, s.k, i < 2 ? "tn" : "nn", i < 2 ? "f16" : "f32");
+      PromptParts parts;
+      parts.backend = i < 2 ? "gpu" : "host";
+      parts.exemplars = {{"sib", sibling, /*score=*/-1}};
+      const std::string prompt = build_prompt(task, parts);
+      const std::string text = format_triplet(t);
+      if (text == prompt + t.code + kEndMarker) ++matches;
+    }
+    EXPECT_EQ(matches, 1) << format_triplet(t);
+  }
+  // Without shapes (or for general families) the instruction and docs context stay.
+  auto plain = docs;
+  add_exemplar_context(plain, 1.0);
+  EXPECT_EQ(plain[0].instruction, "write it");
+  EXPECT_THAT(plain[0].context, ::testing::StartsWith("docs\nEarlier kernel 1:\n"));
 }
 
 TEST(PretrainData, SiblingExemplarsComeFromTheSameFamilyAndAreDeterministic) {
