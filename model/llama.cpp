@@ -1,12 +1,16 @@
 #include "model/llama.h"
 
 #include <ATen/CPUGeneratorImpl.h>
+#include <ATen/SDPBackend.h>
+#include <ATen/autocast_mode.h>
 #include <torch/autograd.h>
 #include <torch/nn/functional/activation.h>
 
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <optional>
+#include <tuple>
 
 #include "common/error.h"
 #include "model/checkpoint.h"
@@ -143,6 +147,43 @@ torch::nn::Linear linear(int64_t in, int64_t out) {
   return torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(false));
 }
 
+// q, k, v as SDPA receives them: cast to the autocast dtype when CUDA autocast is on (what
+// autocast itself does to SDPA's floating inputs), else unchanged.
+std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> autocast_inputs(const torch::Tensor& q,
+                                                                        const torch::Tensor& k,
+                                                                        const torch::Tensor& v) {
+  if (!at::autocast::is_autocast_enabled(at::kCUDA)) return {q, k, v};
+  const auto dtype = at::autocast::get_autocast_dtype(at::kCUDA);
+  return {q.to(dtype), k.to(dtype), v.to(dtype)};
+}
+
+// Turns CUDA autocast on with `dtype` for its scope (the checkpointed layer's recomputation
+// runs on the autograd thread, which does not inherit the forward's autocast state).
+class ScopedCudaAutocast {
+ public:
+  explicit ScopedCudaAutocast(std::optional<at::ScalarType> dtype) : on_(dtype.has_value()) {
+    if (!on_) return;
+    previous_enabled_ = at::autocast::is_autocast_enabled(at::kCUDA);
+    previous_dtype_ = at::autocast::get_autocast_dtype(at::kCUDA);
+    at::autocast::set_autocast_enabled(at::kCUDA, true);
+    at::autocast::set_autocast_dtype(at::kCUDA, *dtype);
+    at::autocast::increment_nesting();
+  }
+  ~ScopedCudaAutocast() {
+    if (!on_) return;
+    if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
+    at::autocast::set_autocast_enabled(at::kCUDA, previous_enabled_);
+    at::autocast::set_autocast_dtype(at::kCUDA, previous_dtype_);
+  }
+  ScopedCudaAutocast(const ScopedCudaAutocast&) = delete;
+  ScopedCudaAutocast& operator=(const ScopedCudaAutocast&) = delete;
+
+ private:
+  bool on_;
+  bool previous_enabled_ = false;
+  at::ScalarType previous_dtype_ = at::kBFloat16;
+};
+
 }  // namespace
 
 RMSNormImpl::RMSNormImpl(int64_t dim, double eps_) : eps(eps_) {
@@ -151,6 +192,10 @@ RMSNormImpl::RMSNormImpl(int64_t dim, double eps_) : eps(eps_) {
 
 torch::Tensor RMSNormImpl::forward(const torch::Tensor& x) {
   // y = w ⊙ x / sqrt(mean(x²) + ε), normalized in fp32 and cast back before the weight (HF).
+  // An fp32 x (the training residual stream) has no cast back, so the expression is exactly
+  // at::rms_norm's: one fused kernel on CUDA (forward and backward), the same ops on the CPU.
+  if (x.scalar_type() == torch::kFloat32 && weight.scalar_type() == torch::kFloat32)
+    return at::rms_norm(x, {weight.size(0)}, weight, eps);
   auto xf = x.to(torch::kFloat32);
   xf = xf * torch::rsqrt(xf.pow(2).mean(-1, /*keepdim=*/true) + eps);
   return weight * xf.to(x.scalar_type());
@@ -179,10 +224,24 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const AttentionInpu
   }
   const int64_t groups = n_heads / n_kv_heads;
   // softmax(QKᵀ/√d + mask)V; with no mask, is_causal selects the flash kernel on Hopper.
-  auto out = at::scaled_dot_product_attention(
-      q, repeat_kv(k, groups), repeat_kv(v, groups),
-      in.mask.defined() ? std::optional<torch::Tensor>(in.mask) : std::nullopt,
-      /*dropout_p=*/0.0, /*is_causal=*/!in.mask.defined());
+  torch::Tensor out;
+  if (groups > 1 && !in.mask.defined() && x.is_cuda()) {
+    // The flash kernel reads kv head h / G itself (enable_gqa): no repeat_kv copies of K and V.
+    // Asked with the tensors the kernel gets: under CUDA autocast SDPA runs in its dtype, so
+    // cast as autocast would (the same values; autocast then has nothing left to cast).
+    auto [q16, k16, v16] = autocast_inputs(q, k, v);
+    if (at::_fused_sdp_choice(q16, k16, v16, std::nullopt, /*dropout_p=*/0.0, /*is_causal=*/true,
+                              std::nullopt, /*enable_gqa=*/true) ==
+        static_cast<int64_t>(at::SDPBackend::flash_attention))
+      out = at::scaled_dot_product_attention(q16, k16, v16, std::nullopt, /*dropout_p=*/0.0,
+                                             /*is_causal=*/true, std::nullopt,
+                                             /*enable_gqa=*/true);
+  }
+  if (!out.defined())
+    out = at::scaled_dot_product_attention(
+        q, repeat_kv(k, groups), repeat_kv(v, groups),
+        in.mask.defined() ? std::optional<torch::Tensor>(in.mask) : std::nullopt,
+        /*dropout_p=*/0.0, /*is_causal=*/!in.mask.defined());
   return o_proj(out.transpose(1, 2).reshape({B, T, n_heads * head_dim}));
 }
 
@@ -262,6 +321,10 @@ struct CheckpointedLayer : public torch::autograd::Function<CheckpointedLayer> {
                                int64_t layer_address) {
     ctx->save_for_backward({x, cos, sin, mask});
     ctx->saved_data["layer"] = layer_address;
+    // The recomputation must run in the forward's precision (as torch.utils.checkpoint does).
+    const bool autocast = x.is_cuda() && at::autocast::is_autocast_enabled(at::kCUDA);
+    ctx->saved_data["autocast_dtype"] =
+        autocast ? static_cast<int64_t>(at::autocast::get_autocast_dtype(at::kCUDA)) : -1;
     auto* layer = reinterpret_cast<DecoderLayerImpl*>(layer_address);
     return layer->forward(x, AttentionInputs{cos, sin, mask.numel() ? mask : torch::Tensor()});
   }
@@ -270,9 +333,14 @@ struct CheckpointedLayer : public torch::autograd::Function<CheckpointedLayer> {
     auto saved = ctx->get_saved_variables();
     auto* layer = reinterpret_cast<DecoderLayerImpl*>(ctx->saved_data["layer"].toInt());
     auto x = saved[0].detach().requires_grad_(true);
+    const int64_t autocast_dtype = ctx->saved_data["autocast_dtype"].toInt();
     torch::Tensor y;
     {
       torch::AutoGradMode enable(true);
+      ScopedCudaAutocast autocast(
+          autocast_dtype < 0
+              ? std::nullopt
+              : std::optional<at::ScalarType>(static_cast<at::ScalarType>(autocast_dtype)));
       y = layer->forward(
           x, AttentionInputs{saved[1], saved[2], saved[3].numel() ? saved[3] : torch::Tensor()});
     }
@@ -338,15 +406,15 @@ torch::Tensor LlamaModelImpl::run_layers(torch::Tensor x, const AttentionInputs&
 
 namespace {
 
-// Positions and attention mask of a (possibly padded) batch. Without a mask: arange and
+// Positions and attention mask of a (possibly padded) batch. Without a mask: arange [1, T] and
 // plain causal. With one: position = real tokens before it; query i attends key j iff j ≤ i and
 // j is real, and always itself so that padding queries never see an all-masked row (NaN).
 std::pair<torch::Tensor, torch::Tensor> positions_and_mask(const torch::Tensor& tokens,
                                                            const torch::Tensor& attention_mask) {
-  const int64_t B = tokens.size(0), T = tokens.size(1);
+  const int64_t T = tokens.size(1);
   if (!attention_mask.defined()) {
-    auto pos = torch::arange(T, tokens.options().dtype(torch::kInt64)).unsqueeze(0).expand({B, T});
-    return {pos, torch::Tensor()};
+    // [1, T]: every row has the same positions, so the rotary tables broadcast over the batch.
+    return {torch::arange(T, tokens.options().dtype(torch::kInt64)).unsqueeze(0), torch::Tensor()};
   }
   TORCH_CHECK(attention_mask.sizes() == tokens.sizes(),
               "attention_mask must be [B, T] like tokens");

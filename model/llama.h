@@ -8,7 +8,8 @@
 // autocast: the same weights serve sampling and training, and bf16 keeps Hopper's flash SDPA and
 // tensor cores busy without per-step casts), fp32 on CPU. RMSNorm and RoPE compute in fp32 and
 // cast back (as HF does); logits come out in the model dtype and token_logprobs() takes the
-// log-softmax in fp32.
+// log-softmax in fp32. The trainer instead keeps fp32 weights and runs under bf16 autocast
+// (trainer/train_utils.h); a checkpointed layer recomputes under the forward's autocast state.
 //
 // Parameter names equal HF LlamaForCausalLM's without the "model." prefix
 // (embed_tokens.weight, layers.N.self_attn.q_proj.weight, ..., norm.weight, lm_head.weight).
@@ -74,7 +75,7 @@ struct KVCache {
 
 // Precomputed rotary tables and attention mask for one forward call.
 struct AttentionInputs {
-  torch::Tensor cos, sin;  // [B, T, head_dim], model dtype
+  torch::Tensor cos, sin;  // [B or 1, T, head_dim], model dtype
   torch::Tensor mask;      // [B, 1, T, T_keys] bool (true = attend), or undefined: plain causal
 };
 
@@ -156,7 +157,8 @@ class LlamaModelImpl : public torch::nn::Module {
   torch::Tensor decode_step_static(const torch::Tensor& tokens, const torch::Tensor& positions,
                                    const torch::Tensor& slot, KVCache& cache);
 
-  // Rotary tables for integer positions [B, T]: cos/sin [B, T, head_dim] (fp32 math, HF order).
+  // Rotary tables for integer positions [B, T] (or [1, T]): cos/sin [B, T, head_dim] (or
+  // [1, T, head_dim]), fp32 math, HF order.
   std::pair<torch::Tensor, torch::Tensor> rotary(const torch::Tensor& positions) const;
 
   const ModelShape& shape() const { return shape_; }

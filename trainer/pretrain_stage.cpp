@@ -162,8 +162,12 @@ class SequenceOrder {
   torch::Tensor perm_;
 };
 
-// Mean next-token loss over masked targets: tokens [B, L+1], mask [B, L+1].
-torch::Tensor lm_loss(LlamaModel& model, const torch::Tensor& tokens, const torch::Tensor& mask) {
+// Masked mean next-token loss of one micro-batch (tokens, mask [B, L+1]) and the number of
+// targets Σ m (fp32 0-dim), both on the device. Cross-entropy as log-softmax in fp32 then NLL.
+struct MaskedLoss {
+  torch::Tensor loss, targets;
+};
+MaskedLoss lm_loss(LlamaModel& model, const torch::Tensor& tokens, const torch::Tensor& mask) {
   auto inputs = tokens.slice(1, 0, -1);
   auto targets = tokens.slice(1, 1);
   auto m = mask.slice(1, 1);
@@ -171,10 +175,55 @@ torch::Tensor lm_loss(LlamaModel& model, const torch::Tensor& tokens, const torc
   auto nll = torch::nn::functional::cross_entropy(
       logits.reshape({-1, logits.size(-1)}), targets.reshape({-1}),
       torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone));
-  return (nll * m.reshape({-1})).sum() / m.sum().clamp_min(1.0);
+  auto count = m.sum();
+  return {(nll * m.reshape({-1})).sum() / count.clamp_min(1.0), count};
 }
 
 }  // namespace
+
+LmStepStats lm_train_step(LlamaModel& model, torch::optim::AdamW& optimizer,
+                          const std::vector<LmBatch>& micro_batches, double grad_clip,
+                          bool fused_adamw) {
+  TORCH_CHECK(!micro_batches.empty(), "lm_train_step needs at least one micro-batch");
+  const bool cuda = model->device().is_cuda();
+  const int64_t k = static_cast<int64_t>(micro_batches.size());
+  optimizer.zero_grad();
+  std::vector<torch::Tensor> parts;  // k losses, then k target counts, then the grad norm
+  std::vector<torch::Tensor> counts;
+  for (const auto& batch : micro_batches) {
+    MaskedLoss l;
+    {
+      AutocastGuard ac(cuda);
+      l = lm_loss(model, batch.tokens, batch.loss_mask);
+    }
+    (l.loss / static_cast<double>(k)).backward();
+    parts.push_back(l.loss.detach());
+    counts.push_back(l.targets);
+  }
+  parts.insert(parts.end(), counts.begin(), counts.end());
+  const auto grads = parameter_grads(*model);
+  parts.push_back(grads.empty() ? torch::zeros({}, parts[0].options()) : total_grad_norm(grads));
+  // The step's one host sync: everything the finite checks and the log need, in one copy.
+  const auto host = torch::stack(parts).to(torch::kFloat64).cpu();
+  const double* v = host.data_ptr<double>();
+  LmStepStats stats;
+  for (int64_t i = 0; i < k; ++i) {
+    if (!std::isfinite(v[i]))
+      throw std::runtime_error("pretrain loss is not finite (" + std::to_string(v[i]) +
+                               ") in micro-batch " + std::to_string(i + 1) + " of " +
+                               std::to_string(k) + "; refusing to take the optimizer step");
+    stats.loss += v[i];
+    stats.target_tokens += static_cast<int64_t>(v[k + i]);
+  }
+  stats.loss /= static_cast<double>(k);
+  stats.grad_norm = v[2 * k];
+  if (!std::isfinite(stats.grad_norm))
+    throw std::runtime_error("gradient norm is not finite (" + std::to_string(stats.grad_norm) +
+                             "); refusing to take the optimizer step");
+  clip_grads(grads, stats.grad_norm, grad_clip);
+  stats.fused_adamw = adamw_step(optimizer, fused_adamw);
+  return stats;
+}
 
 fs::path run_pretrain_stage(StageContext& ctx) {
   const StageConfig& stage = ctx.stage;
@@ -245,6 +294,11 @@ fs::path run_pretrain_stage(StageContext& ctx) {
   // ---- loop -----------------------------------------------------------------------------
   SequenceOrder order(train.size(), static_cast<uint64_t>(job.run.seed));
   const int64_t rows_per_step = stage.batch_size * stage.grad_accum;
+  // Host rows to the device without a sync: pinned staging, asynchronous copy (the caching host
+  // allocator keeps the staging block until the copy has run).
+  auto upload = [&](const torch::Tensor& t) {
+    return cuda ? t.pin_memory().to(device, /*non_blocking=*/true) : t.to(device);
+  };
   auto evaluate = [&]() -> double {
     if (heldout.size() == 0) return NAN;
     torch::NoGradGuard ng;
@@ -257,7 +311,7 @@ fs::path run_pretrain_stage(StageContext& ctx) {
                                 std::min(heldout.size(), (b + 1) * stage.batch_size));
       sum += lm_loss(model, heldout.tokens.index({rows}).to(device),
                      heldout.loss_mask.index({rows}).to(device))
-                 .item<double>();
+                 .loss.item<double>();
       ++n;
     }
     model->train();
@@ -270,39 +324,26 @@ fs::path run_pretrain_stage(StageContext& ctx) {
     const auto t0 = std::chrono::steady_clock::now();
     const double lr = scheduled_lr(stage.optimizer, state.step, stage.steps);
     set_lr(*optimizer, lr);
-    optimizer->zero_grad();
-    double loss_sum = 0;
-    int64_t target_tokens = 0;
+    std::vector<LmBatch> micro_batches;
     for (int64_t micro = 0; micro < stage.grad_accum; ++micro) {
       std::vector<int64_t> idx;
       for (int64_t j = 0; j < stage.batch_size; ++j)
         idx.push_back(order.row(state.step * rows_per_step + micro * stage.batch_size + j));
       auto rows = torch::tensor(idx);
-      auto tokens = train.tokens.index({rows}).to(device);
-      auto mask = train.loss_mask.index({rows}).to(device);
-      torch::Tensor loss;
-      {
-        AutocastGuard ac(cuda);
-        loss = lm_loss(model, tokens, mask);
-      }
-      const double lv = loss.item<double>();
-      if (!std::isfinite(lv)) throw std::runtime_error("pretrain loss is not finite at step " +
-                                                       std::to_string(state.step + 1));
-      (loss / static_cast<double>(stage.grad_accum)).backward();
-      loss_sum += lv;
-      target_tokens += mask.slice(1, 1).sum().item<int64_t>();
+      micro_batches.push_back(
+          {upload(train.tokens.index({rows})), upload(train.loss_mask.index({rows}))});
     }
-    const double grad_norm = clip_grad_norm_checked(*model, stage.optimizer.grad_clip);
-    optimizer->step();
+    const LmStepStats step =
+        lm_train_step(model, *optimizer, micro_batches, stage.optimizer.grad_clip);
     ++state.step;
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     nlohmann::json rec = {{"stage", stage.name},
-                          {"loss", loss_sum / static_cast<double>(stage.grad_accum)},
+                          {"loss", step.loss},
                           {"lr", lr},
-                          {"grad_norm", grad_norm},
+                          {"grad_norm", step.grad_norm},
                           {"tokens_per_s", rows_per_step * stage.seq_len / seconds},
-                          {"target_tokens", target_tokens}};
+                          {"target_tokens", step.target_tokens}};
     if ((stage.eval_every > 0 && state.step % stage.eval_every == 0) || state.step == stage.steps) {
       double el = evaluate();
       if (std::isfinite(el)) {

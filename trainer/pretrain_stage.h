@@ -8,6 +8,7 @@
 // interruption: data order is a pure function of seed and step).
 #pragma once
 
+#include <torch/optim/adamw.h>
 #include <torch/types.h>
 
 #include <filesystem>
@@ -17,6 +18,7 @@
 #include "data/task.h"
 #include "data/tokenizer.h"
 #include "data/triplet.h"
+#include "model/llama.h"
 #include "trainer/pipeline.h"
 
 namespace kernelrl {
@@ -55,6 +57,33 @@ bool is_holdout(const std::string& id, double fraction);
 // from `triplets` (reused when it is already there).
 Tokenizer stage_tokenizer(const StageContext& ctx, const std::vector<Triplet>& triplets,
                           std::filesystem::path* path_out);
+
+// One micro-batch of packed rows on the model's device: tokens [B, L+1] int64, loss_mask
+// [B, L+1] float (as in PackedSequences).
+struct LmBatch {
+  torch::Tensor tokens;
+  torch::Tensor loss_mask;
+};
+
+// What one optimizer step measured.
+struct LmStepStats {
+  double loss = 0;            // mean over the micro-batches of each one's masked mean loss
+  double grad_norm = 0;       // total gradient L2 norm, before clipping
+  int64_t target_tokens = 0;  // targets with mask 1, over all micro-batches
+  bool fused_adamw = false;   // the update ran as at::_fused_adamw_ (adamw_step)
+};
+
+// The pretraining optimizer step, shared by run_pretrain_stage and bench/bench_pretrain.cpp.
+// Zero grads; per micro-batch (k of them) the forward under bf16 autocast (CUDA) and backward of
+//   loss_i / k,   loss_i = Σ_t m_t · −log softmax(logits_{t−1})[x_t] / max(1, Σ_t m_t)
+// (log-softmax in fp32); then ONE device→host copy of the k losses, target counts and the
+// total gradient norm; throws std::runtime_error, taking no step, when a loss or the norm is
+// not finite; clips to grad_clip (0 = off); adamw_step (fused on CUDA unless fused_adamw is
+// false). The learning rate is the caller's (set_lr). Inputs should already be on the device:
+// a blocking host→device copy is a sync of its own.
+LmStepStats lm_train_step(LlamaModel& model, torch::optim::AdamW& optimizer,
+                          const std::vector<LmBatch>& micro_batches, double grad_clip,
+                          bool fused_adamw = true);
 
 // Runs the stage; returns its final checkpoint directory.
 std::filesystem::path run_pretrain_stage(StageContext& ctx);

@@ -61,22 +61,122 @@ AutocastGuard::~AutocastGuard() {
   at::autocast::set_autocast_enabled(at::kCUDA, previous_);
 }
 
-double clip_grad_norm_checked(torch::nn::Module& model, double max_norm) {
+std::vector<torch::Tensor> parameter_grads(torch::nn::Module& model) {
   std::vector<torch::Tensor> grads;
   for (auto& p : model.parameters())
     if (p.grad().defined()) grads.push_back(p.grad());
+  return grads;
+}
+
+torch::Tensor total_grad_norm(const std::vector<torch::Tensor>& grads) {
+  if (grads.empty()) return {};
+  torch::NoGradGuard no_grad;
+  // Per-tensor norms in fp32 (the grads of fp32 master weights already are), then their norm.
+  const bool all_fp32 = std::all_of(grads.begin(), grads.end(), [](const torch::Tensor& g) {
+    return g.scalar_type() == torch::kFloat32;
+  });
+  std::vector<torch::Tensor> as_fp32;
+  if (!all_fp32)
+    for (const auto& g : grads) as_fp32.push_back(g.to(torch::kFloat32));
+  return torch::stack(at::_foreach_norm(all_fp32 ? grads : as_fp32, 2)).norm();
+}
+
+void clip_grads(const std::vector<torch::Tensor>& grads, double total_norm, double max_norm) {
+  if (!(max_norm > 0 && total_norm > max_norm)) return;
+  torch::NoGradGuard no_grad;
+  at::_foreach_mul_(grads, max_norm / (total_norm + 1e-6));
+}
+
+double clip_grad_norm_checked(torch::nn::Module& model, double max_norm) {
+  const auto grads = parameter_grads(model);
   if (grads.empty()) return 0.0;
-  std::vector<torch::Tensor> norms;
-  for (auto& g : grads) norms.push_back(g.detach().to(torch::kFloat32).norm());
-  const double total = torch::stack(norms).norm().item<double>();
+  const double total = total_grad_norm(grads).item<double>();
   if (!std::isfinite(total))
     throw std::runtime_error("gradient norm is not finite (" + std::to_string(total) +
                              "); refusing to take the optimizer step");
-  if (max_norm > 0 && total > max_norm) {
-    const double scale = max_norm / (total + 1e-6);
-    for (auto& g : grads) g.mul_(scale);
-  }
+  clip_grads(grads, total, max_norm);
   return total;
+}
+
+namespace {
+
+// Whether at::_fused_adamw_ can update p in place: a dense floating CUDA tensor on `device` whose
+// gradient and existing moment buffers have its dtype, device and strides (the kernel's checks).
+bool fused_adamw_applies(const torch::Tensor& p, const torch::Device& device,
+                         const torch::optim::OptimizerParamState* state) {
+  auto same_layout = [&](const torch::Tensor& t) {
+    return !t.defined() || (t.device() == p.device() && t.scalar_type() == p.scalar_type() &&
+                            t.layout() == torch::kStrided && t.strides() == p.strides());
+  };
+  const auto type = p.scalar_type();
+  if (!(p.is_cuda() && p.device() == device && p.is_non_overlapping_and_dense() &&
+        (type == torch::kFloat32 || type == torch::kBFloat16 || type == torch::kFloat16) &&
+        same_layout(p.grad())))
+    return false;
+  if (!state) return true;
+  const auto& s = static_cast<const torch::optim::AdamWParamState&>(*state);
+  return same_layout(s.exp_avg()) && same_layout(s.exp_avg_sq()) && same_layout(s.max_exp_avg_sq());
+}
+
+}  // namespace
+
+bool adamw_step(torch::optim::AdamW& optimizer, bool fused) {
+  auto& state = optimizer.state();
+  std::optional<torch::Device> device;
+  for (auto& group : optimizer.param_groups())
+    for (auto& p : group.params()) {
+      if (!fused || !p.grad().defined()) continue;
+      if (!device) device = p.device();
+      auto it = state.find(p.unsafeGetTensorImpl());
+      fused = fused_adamw_applies(p, *device, it == state.end() ? nullptr : it->second.get());
+    }
+  if (!fused || !device) {
+    optimizer.step();
+    return false;
+  }
+  torch::NoGradGuard no_grad;
+  for (auto& group : optimizer.param_groups()) {
+    const auto& o = static_cast<const torch::optim::AdamWOptions&>(group.options());
+    std::vector<torch::Tensor> params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs;
+    std::vector<int64_t> steps;
+    for (auto& p : group.params()) {
+      if (!p.grad().defined()) continue;
+      auto& slot = state[p.unsafeGetTensorImpl()];
+      if (!slot) {  // as the stock step initializes it
+        auto s = std::make_unique<torch::optim::AdamWParamState>();
+        s->step(0);
+        s->exp_avg(torch::zeros_like(p, torch::MemoryFormat::Preserve));
+        s->exp_avg_sq(torch::zeros_like(p, torch::MemoryFormat::Preserve));
+        if (o.amsgrad()) s->max_exp_avg_sq(torch::zeros_like(p, torch::MemoryFormat::Preserve));
+        slot = std::move(s);
+      }
+      auto& s = static_cast<torch::optim::AdamWParamState&>(*slot);
+      s.step(s.step() + 1);
+      params.push_back(p);
+      grads.push_back(p.grad());
+      exp_avgs.push_back(s.exp_avg());
+      exp_avg_sqs.push_back(s.exp_avg_sq());
+      if (o.amsgrad()) max_exp_avg_sqs.push_back(s.max_exp_avg_sq());
+      steps.push_back(s.step());
+    }
+    if (params.empty()) continue;
+    // The kernel reads each parameter's step count (for the bias corrections) from an fp32
+    // device scalar: filled on the device (a host→device copy would sync), a 0-dim view each.
+    const int64_t n = static_cast<int64_t>(steps.size());
+    auto step_counts = torch::empty({n}, torch::TensorOptions(torch::kFloat32).device(*device));
+    for (int64_t i = 0, j = 0; i < n; i = j) {
+      while (j < n && steps[j] == steps[i]) ++j;
+      step_counts.narrow(0, i, j - i).fill_(static_cast<double>(steps[i]));
+    }
+    std::vector<torch::Tensor> state_steps;
+    for (int64_t i = 0; i < n; ++i) state_steps.push_back(step_counts.select(0, i));
+    // p ← p − lr·λ·p;  m ← β1·m + (1−β1)·g;  v ← β2·v + (1−β2)·g²;
+    // p ← p − lr/(1−β1^t) · m / (√v / √(1−β2^t) + ε)   (the stock AdamW::step, in fp32 math)
+    at::_fused_adamw_(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, o.lr(),
+                      std::get<0>(o.betas()), std::get<1>(o.betas()), o.weight_decay(), o.eps(),
+                      o.amsgrad(), /*maximize=*/false);
+  }
+  return true;
 }
 
 namespace {

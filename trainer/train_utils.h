@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "model/checkpoint.h"
 #include "trainer/trainer_config.h"
@@ -48,9 +49,29 @@ class AutocastGuard {
   bool previous_ = false;
 };
 
+// The gradients of the model's parameters that have one (model.parameters() order).
+std::vector<torch::Tensor> parameter_grads(torch::nn::Module& model);
+
+// Total L2 norm sqrt(Σ_p ‖g_p‖²) as a 0-dim fp32 tensor on the gradients' device, computed by
+// one foreach norm (fused on CUDA) without a host sync; undefined when `grads` is empty.
+torch::Tensor total_grad_norm(const std::vector<torch::Tensor>& grads);
+
+// Scales the gradients by max_norm / (total_norm + 1e-6) when total_norm > max_norm > 0
+// (torch.nn.utils.clip_grad_norm_'s coefficient), as one foreach multiply.
+void clip_grads(const std::vector<torch::Tensor>& grads, double total_norm, double max_norm);
+
 // Total gradient L2 norm, clipped to max_norm when > 0. Throws std::runtime_error when the
 // norm is not finite (the step must not be taken).
 double clip_grad_norm_checked(torch::nn::Module& model, double max_norm);
+
+// optimizer.step() for make_adamw's optimizer. On CUDA (every parameter with a gradient on one
+// device, floating, dense) and with `fused`: one at::_fused_adamw_ call per parameter group (the
+// kernel behind torch.optim.AdamW(fused=True): the same update as the stock step, in fp32 math,
+// one launch instead of ~10 per parameter) over the per-parameter AdamWParamState objects
+// (exp_avg, exp_avg_sq, step) that the stock step keeps, so optimizer.pt and resume are the same
+// either way. Anywhere else, the stock torch::optim::AdamW::step(). Returns whether the fused
+// kernel ran.
+bool adamw_step(torch::optim::AdamW& optimizer, bool fused = true);
 
 // The model that trains: fp32 on every device.
 struct TrainState {
