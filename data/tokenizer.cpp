@@ -3,12 +3,14 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 
 #include <sentencepiece_processor.h>
 #include <sentencepiece_trainer.h>
 
 #include <fstream>
+#include <thread>
 #include <nlohmann/json.hpp>
 #include <unordered_map>
 
@@ -43,27 +45,47 @@ void split_lines(const std::string& text, std::vector<std::string>& out) {
   }
 }
 
-// A JSON object's text: its "text" field if it has one, else every string field in order.
-void collect_text(const nlohmann::json& j, std::vector<std::string>& out) {
-  if (j.is_string()) {
-    split_lines(j.get<std::string>(), out);
-  } else if (j.is_object()) {
-    if (j.contains("text") && j["text"].is_string()) {
-      split_lines(j["text"].get<std::string>(), out);
-      return;
+// Training sentences: blank-line-separated paragraphs, so pieces can learn newlines and the
+// indentation after them ("{\n▁▁▁▁for"); a paragraph over max_chars is cut at line ends.
+void split_paragraphs(const std::string& text, size_t max_chars, std::vector<std::string>& out) {
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find("\n\n", start);
+    if (end == std::string::npos) end = text.size();
+    std::string para = text.substr(start, end - start);
+    while (para.size() > max_chars) {
+      size_t cut = para.rfind('\n', max_chars);
+      if (cut == std::string::npos || cut == 0) break;  // one over-long line: SentencePiece skips it
+      out.push_back(para.substr(0, cut));
+      para.erase(0, cut + 1);
     }
-    for (const auto& [key, value] : j.items()) collect_text(value, out);
-  } else if (j.is_array()) {
-    for (const auto& value : j) collect_text(value, out);
+    if (para.find_first_not_of(" \t\n") != std::string::npos) out.push_back(std::move(para));
+    start = end + 2;
   }
 }
 
-// JSONL when every non-empty line parses as a JSON object, else plain text.
-std::vector<std::string> read_corpus_lines(const fs::path& input) {
+// A JSON object's text: its "text" field if it has one, else every string field in order.
+void collect_text(const nlohmann::json& j, size_t max_chars, std::vector<std::string>& out) {
+  if (j.is_string()) {
+    split_paragraphs(j.get<std::string>(), max_chars, out);
+  } else if (j.is_object()) {
+    if (j.contains("text") && j["text"].is_string()) {
+      split_paragraphs(j["text"].get<std::string>(), max_chars, out);
+      return;
+    }
+    for (const auto& [key, value] : j.items()) collect_text(value, max_chars, out);
+  } else if (j.is_array()) {
+    for (const auto& value : j) collect_text(value, max_chars, out);
+  }
+}
+
+// JSONL when the first line is a JSON object (then every line must be one), else plain text;
+// either way the sentences are paragraphs (split_paragraphs).
+std::vector<std::string> read_corpus_sentences(const fs::path& input, size_t max_chars) {
   const std::string content = read_file(input, "tokenizer corpus");
   std::vector<std::string> raw;
   split_lines(content, raw);
-  std::vector<std::string> lines;
+  std::vector<std::string> sentences;
   bool jsonl = !raw.empty() && !raw.front().empty() && raw.front()[0] == '{';
   if (jsonl) {
     for (size_t i = 0; i < raw.size(); ++i) {
@@ -72,14 +94,14 @@ std::vector<std::string> read_corpus_lines(const fs::path& input) {
         throw UserError("tokenizer corpus " + input.string() + ": line " + std::to_string(i + 1) +
                         " is not a JSON object (JSONL input needs one object per line)");
       }
-      collect_text(j, lines);
+      collect_text(j, max_chars, sentences);
     }
   } else {
-    lines = std::move(raw);
+    split_paragraphs(content, max_chars, sentences);
   }
-  if (lines.empty())
+  if (sentences.empty())
     throw UserError("tokenizer corpus " + input.string() + " has no text to train on");
-  return lines;
+  return sentences;
 }
 
 }  // namespace
@@ -121,7 +143,12 @@ Tokenizer Tokenizer::train(const fs::path& input, const fs::path& out_model,
         "markers), got " +
         std::to_string(options.vocab_size));
   }
-  const std::vector<std::string> lines = read_corpus_lines(input);
+  const std::vector<std::string> lines =
+      read_corpus_sentences(input, static_cast<size_t>(options.max_sentence_chars));
+  const int64_t threads =
+      options.num_threads > 0
+          ? options.num_threads
+          : std::clamp<int64_t>(static_cast<int64_t>(std::thread::hardware_concurrency()), 1, 16);
   std::string markers;
   for (const auto& m : section_markers()) markers += (markers.empty() ? "" : ",") + m;
   // Ids: unk 0, bos 1, eos 2, pad 3, then the markers, then bytes and merges. Identity
@@ -145,7 +172,7 @@ Tokenizer Tokenizer::train(const fs::path& input, const fs::path& out_model,
       {"max_sentence_length", std::to_string(options.max_sentence_chars)},
       {"input_sentence_size", std::to_string(options.input_sentence_size)},
       {"shuffle_input_sentence", "true"},
-      {"num_threads", std::to_string(options.num_threads)},
+      {"num_threads", std::to_string(threads)},
       {"hard_vocab_limit", "false"},
       {"unk_id", "0"},
       {"bos_id", "1"},

@@ -28,9 +28,9 @@ const std::vector<std::string>& section_markers();
 
 struct TokenizerTrainOptions {
   int64_t vocab_size = 4096;              // target vocabulary (BPE merges + bytes + specials)
-  int64_t max_sentence_chars = 16384;     // longer lines are skipped by SentencePiece
-  int64_t num_threads = 2;                // trainer threads
-  int64_t input_sentence_size = 2000000;  // sample at most this many lines (0 = all)
+  int64_t max_sentence_chars = 16384;     // paragraphs are cut at line ends to fit this
+  int64_t num_threads = 0;                // trainer threads; 0 = the machine's cores (up to 16)
+  int64_t input_sentence_size = 2000000;  // sample at most this many paragraphs (0 = all)
 };
 
 class Tokenizer {
