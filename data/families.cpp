@@ -73,7 +73,7 @@ const std::vector<FamilyInfo>& kernel_families() {
       {"hgemm_wmma", "hgemm", "cuda", "WMMA 16x16x16 tensor-core fragments"},
       {"hgemm_mma", "hgemm", "cuda",
        "mma.sync m16n8k16 + ldmatrix + multi-stage cp.async, swizzled smem, block swizzle, "
-       "split-K"},
+       "split-K, double-buffered fragments"},
       {"hgemm_host", "hgemm", "host", "cache-blocked C++ with fp16 bit conversions"},
       {"elementwise", "general", "cuda,host", "activations and binary elementwise ops"},
       {"reduction", "general", "cuda,host", "row/column/all reductions, argmax/argmin, cumsum"},

@@ -3,7 +3,8 @@
 // void* stream)`), each with an instruction stating the target and the choices made.
 //   HGEMM (CUDA): hgemm_tiled (shared-memory SIMT), hgemm_wmma (WMMA 16x16x16), hgemm_mma
 //   (mma.sync m16n8k16 + ldmatrix + multi-stage cp.async, XOR-swizzled shared memory, grouped
-//   block rasterization, split-K); HGEMM (host): hgemm_host. General (CUDA and host, one variant
+//   block rasterization, split-K, and a main loop with register-double-buffered fragments);
+//   HGEMM (host): hgemm_host. General (CUDA and host, one variant
 //   set per general task op): elementwise, reduction, softmax, norm, transpose, gather_scatter,
 //   matmul. Generated sources carry their own copy of the ABI struct under the include guard
 //   KERNELRL_KERNEL_ABI_H, so they compile alone or after reward/kernel_abi.h.

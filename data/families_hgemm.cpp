@@ -308,35 +308,7 @@ __device__ __forceinline__ void mma_f16(uint32_t (&d)[2], const uint32_t (&a)[4]
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
-// One k-tile of A (BM x BK) and B (BK x BN, or BN x BK for tn) into a pipeline stage.
-__device__ __forceinline__ void load_tile(__half* sA, __half* sB, const __half* __restrict__ A,
-                                          const __half* __restrict__ B, int M, int N, int K,
-                                          int m0, int n0, int k0, int tid) {
-#pragma unroll
-  for (int i = 0; i < A_TILE / VEC / THREADS; ++i) {
-    const int c = tid + i * THREADS;
-    const int row = c / (BK / VEC), col = (c % (BK / VEC)) * VEC;
-    const int gm = m0 + row;
-    const bool ok = gm < M;
-    cp_async(sA + swz(row, col, BK), A + (size_t)(ok ? gm : 0) * K + k0 + col, ok);
-  }
-#pragma unroll
-  for (int i = 0; i < B_TILE / VEC / THREADS; ++i) {
-    const int c = tid + i * THREADS;
-    if constexpr (B_COL_MAJOR) {  // smem rows are n, columns k
-      const int row = c / (BK / VEC), col = (c % (BK / VEC)) * VEC;
-      const int gn = n0 + row;
-      const bool ok = gn < N;
-      cp_async(sB + swz(row, col, BK), B + (size_t)(ok ? gn : 0) * K + k0 + col, ok);
-    } else {  // smem rows are k, columns n
-      const int row = c / (BN / VEC), col = (c % (BN / VEC)) * VEC;
-      const int gn = n0 + col;
-      const bool ok = gn < N;
-      cp_async(sB + swz(row, col, BN), B + (size_t)(k0 + row) * N + (ok ? gn : 0), ok);
-    }
-  }
-}
-
+$LOADERS$
 __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) hgemm_mma_kernel(
     const __half* __restrict__ A, const __half* __restrict__ B, __half* __restrict__ C,
     float* __restrict__ ws, int M, int N, int K, int split_k) {
@@ -371,61 +343,7 @@ __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) hgemm_mma_kernel(
       hacc[i][j][0] = hacc[i][j][1] = 0u;
     }
 
-#pragma unroll
-  for (int s = 0; s < STAGES - 1; ++s) {
-    if (s < k_tiles)
-      load_tile(smem + s * STAGE_HALVES, smem + s * STAGE_HALVES + A_TILE, A, B, M, N, K, m0, n0,
-                (kt_begin + s) * BK, tid);
-    cp_async_commit();
-  }
-  for (int kt = 0; kt < k_tiles; ++kt) {
-    cp_async_wait<STAGES - 2>();  // tile kt has landed
-    __syncthreads();              // ... for every thread, and stage (kt-1) is free again
-    const int next = kt + STAGES - 1;
-    if (next < k_tiles) {
-      __half* st = smem + (next % STAGES) * STAGE_HALVES;
-      load_tile(st, st + A_TILE, A, B, M, N, K, m0, n0, (kt_begin + next) * BK, tid);
-    }
-    cp_async_commit();
-    const __half* sA = smem + (kt % STAGES) * STAGE_HALVES;
-    const __half* sB = sA + A_TILE;
-#pragma unroll
-    for (int kk = 0; kk < KI; ++kk) {
-      uint32_t af[MI][4], bf[NI][2];
-#pragma unroll
-      for (int i = 0; i < MI; ++i) {
-        const int row = warp_m * WM + i * 16 + (lane & 15);
-        const int col = kk * 16 + (lane >> 4) * 8;
-        ldmatrix_x4(af[i], sA + swz(row, col, BK));
-      }
-#pragma unroll
-      for (int j = 0; j < NI / 2; ++j) {
-        uint32_t r[4];
-        if constexpr (B_COL_MAJOR) {
-          const int row = warp_n * WN + j * 16 + (lane & 7) + ((lane >> 4) << 3);
-          const int col = kk * 16 + ((lane >> 3) & 1) * 8;
-          ldmatrix_x4(r, sB + swz(row, col, BK));
-        } else {
-          const int row = kk * 16 + (lane & 15);
-          const int col = warp_n * WN + j * 16 + (lane >> 4) * 8;
-          ldmatrix_x4_trans(r, sB + swz(row, col, BN));
-        }
-        bf[2 * j][0] = r[0];
-        bf[2 * j][1] = r[1];
-        bf[2 * j + 1][0] = r[2];
-        bf[2 * j + 1][1] = r[3];
-      }
-#pragma unroll
-      for (int i = 0; i < MI; ++i)
-#pragma unroll
-        for (int j = 0; j < NI; ++j) {
-          if constexpr (ACC_F16) mma_f16(hacc[i][j], af[i], bf[j]);
-          else mma_f32(acc[i][j], af[i], bf[j]);
-        }
-    }
-  }
-  cp_async_wait<0>();
-
+$MAINLOOP$
   // Epilogue: thread (g = lane/4, t = lane%4) holds rows g and g+8, columns 2t and 2t+1 of each
   // 16x8 tile.
   if (EPI_SMEM && split_k == 1) {
@@ -524,6 +442,229 @@ extern "C" int kernelrl_launch(const kernelrl_args* args, void* stream) {
   }
   return 0;
 }
+)CUDA";
+
+// Main loop, one k-tile per iteration: wait for the tile, barrier, issue the copy of the tile
+// STAGES-1 ahead, then per 16-deep k-step load that step's fragments and run its mma.sync.
+const char* kMmaMainloopSimple =
+    R"CUDA(#pragma unroll
+  for (int s = 0; s < STAGES - 1; ++s) {
+    if (s < k_tiles)
+      load_tile(smem + s * STAGE_HALVES, smem + s * STAGE_HALVES + A_TILE, A, B, M, N, K, m0, n0,
+                (kt_begin + s) * BK, tid);
+    cp_async_commit();
+  }
+  for (int kt = 0; kt < k_tiles; ++kt) {
+    cp_async_wait<STAGES - 2>();  // tile kt has landed
+    __syncthreads();              // ... for every thread, and stage (kt-1) is free again
+    const int next = kt + STAGES - 1;
+    if (next < k_tiles) {
+      __half* st = smem + (next % STAGES) * STAGE_HALVES;
+      load_tile(st, st + A_TILE, A, B, M, N, K, m0, n0, (kt_begin + next) * BK, tid);
+    }
+    cp_async_commit();
+    const __half* sA = smem + (kt % STAGES) * STAGE_HALVES;
+    const __half* sB = sA + A_TILE;
+#pragma unroll
+    for (int kk = 0; kk < KI; ++kk) {
+      uint32_t af[MI][4], bf[NI][2];
+#pragma unroll
+      for (int i = 0; i < MI; ++i) {
+        const int row = warp_m * WM + i * 16 + (lane & 15);
+        const int col = kk * 16 + (lane >> 4) * 8;
+        ldmatrix_x4(af[i], sA + swz(row, col, BK));
+      }
+#pragma unroll
+      for (int j = 0; j < NI / 2; ++j) {
+        uint32_t r[4];
+        if constexpr (B_COL_MAJOR) {
+          const int row = warp_n * WN + j * 16 + (lane & 7) + ((lane >> 4) << 3);
+          const int col = kk * 16 + ((lane >> 3) & 1) * 8;
+          ldmatrix_x4(r, sB + swz(row, col, BK));
+        } else {
+          const int row = kk * 16 + (lane & 15);
+          const int col = warp_n * WN + j * 16 + (lane >> 4) * 8;
+          ldmatrix_x4_trans(r, sB + swz(row, col, BN));
+        }
+        bf[2 * j][0] = r[0];
+        bf[2 * j][1] = r[1];
+        bf[2 * j + 1][0] = r[2];
+        bf[2 * j + 1][1] = r[3];
+      }
+#pragma unroll
+      for (int i = 0; i < MI; ++i)
+#pragma unroll
+        for (int j = 0; j < NI; ++j) {
+          if constexpr (ACC_F16) mma_f16(hacc[i][j], af[i], bf[j]);
+          else mma_f32(acc[i][j], af[i], bf[j]);
+        }
+    }
+  }
+  cp_async_wait<0>();
+)CUDA";
+
+// Tile loader of the simple main loop: each copy's address from the block's origin.
+const char* kMmaTileLoaderSimple =
+    R"CUDA(// One k-tile of A (BM x BK) and B (BK x BN, or BN x BK for tn) into a pipeline stage.
+__device__ __forceinline__ void load_tile(__half* sA, __half* sB, const __half* __restrict__ A,
+                                          const __half* __restrict__ B, int M, int N, int K,
+                                          int m0, int n0, int k0, int tid) {
+#pragma unroll
+  for (int i = 0; i < A_TILE / VEC / THREADS; ++i) {
+    const int c = tid + i * THREADS;
+    const int row = c / (BK / VEC), col = (c % (BK / VEC)) * VEC;
+    const int gm = m0 + row;
+    const bool ok = gm < M;
+    cp_async(sA + swz(row, col, BK), A + (size_t)(ok ? gm : 0) * K + k0 + col, ok);
+  }
+#pragma unroll
+  for (int i = 0; i < B_TILE / VEC / THREADS; ++i) {
+    const int c = tid + i * THREADS;
+    if constexpr (B_COL_MAJOR) {  // smem rows are n, columns k
+      const int row = c / (BK / VEC), col = (c % (BK / VEC)) * VEC;
+      const int gn = n0 + row;
+      const bool ok = gn < N;
+      cp_async(sB + swz(row, col, BK), B + (size_t)(ok ? gn : 0) * K + k0 + col, ok);
+    } else {  // smem rows are k, columns n
+      const int row = c / (BN / VEC), col = (c % (BN / VEC)) * VEC;
+      const int gn = n0 + col;
+      const bool ok = gn < N;
+      cp_async(sB + swz(row, col, BN), B + (size_t)(k0 + row) * N + (ok ? gn : 0), ok);
+    }
+  }
+}
+)CUDA";
+
+// Loaders of the double-buffered main loop. The tile loader walks each thread's copies with one
+// pointer from the tile's corner (the copies of a thread are a fixed number of rows apart), so
+// few address registers stay live beside 128 fp32 accumulators and two fragment buffers.
+const char* kMmaLoadersDoubleBuffered =
+    R"CUDA(// One k-tile into a pipeline stage: gA = &A[m0][k0] (BM x BK), gB = &B[k0][n0] (BK x BN) or,
+// for tn, &B[n0][k0] (BN x BK); rows (columns) at or past rows_a = M - m0 (cols_b = N - n0) are
+// zero-filled without being read.
+__device__ __forceinline__ void load_tile(__half* sA, __half* sB, const __half* __restrict__ gA,
+                                          const __half* __restrict__ gB, int rows_a, int cols_b,
+                                          int N, int K, int tid) {
+  static_assert(THREADS % (BK / VEC) == 0 && THREADS % (BN / VEC) == 0, "whole rows per pass");
+  constexpr int K_ROWS = THREADS / (BK / VEC);  // rows per pass of a k-contiguous tile
+  {
+    const int row0 = tid / (BK / VEC), col = (tid % (BK / VEC)) * VEC;
+    const __half* src = gA + row0 * K + col;
+#pragma unroll
+    for (int i = 0; i < A_TILE / VEC / THREADS; ++i, src += K_ROWS * K) {
+      const bool ok = row0 + i * K_ROWS < rows_a;
+      cp_async(sA + swz(row0 + i * K_ROWS, col, BK), ok ? src : gA, ok);
+    }
+  }
+  if constexpr (B_COL_MAJOR) {  // smem rows are n, columns k
+    const int row0 = tid / (BK / VEC), col = (tid % (BK / VEC)) * VEC;
+    const __half* src = gB + row0 * K + col;
+#pragma unroll
+    for (int i = 0; i < B_TILE / VEC / THREADS; ++i, src += K_ROWS * K) {
+      const bool ok = row0 + i * K_ROWS < cols_b;
+      cp_async(sB + swz(row0 + i * K_ROWS, col, BK), ok ? src : gB, ok);
+    }
+  } else {  // smem rows are k, columns n
+    constexpr int N_ROWS = THREADS / (BN / VEC);
+    const int row0 = tid / (BN / VEC), col = (tid % (BN / VEC)) * VEC;
+    const __half* src = gB + row0 * N + col;
+    const bool ok = col < cols_b;
+#pragma unroll
+    for (int i = 0; i < B_TILE / VEC / THREADS; ++i, src += N_ROWS * N)
+      cp_async(sB + swz(row0 + i * N_ROWS, col, BN), ok ? src : gB, ok);
+  }
+}
+
+// The ldmatrix.x4 fragments of one 16-deep k-step of a stage: A for the warp's MI m16 tiles, B
+// for its NI n8 tiles (two per ldmatrix.x4; transposed from the row-major B tile of layout nn).
+__device__ __forceinline__ void load_fragments(uint32_t (&af)[MI][4], uint32_t (&bf)[NI][2],
+                                               const __half* sA, const __half* sB, int kk,
+                                               int warp_m, int warp_n, int lane) {
+#pragma unroll
+  for (int i = 0; i < MI; ++i) {
+    const int row = warp_m * WM + i * 16 + (lane & 15);
+    const int col = kk * 16 + (lane >> 4) * 8;
+    ldmatrix_x4(af[i], sA + swz(row, col, BK));
+  }
+#pragma unroll
+  for (int j = 0; j < NI / 2; ++j) {
+    uint32_t r[4];
+    if constexpr (B_COL_MAJOR) {
+      const int row = warp_n * WN + j * 16 + (lane & 7) + ((lane >> 4) << 3);
+      const int col = kk * 16 + ((lane >> 3) & 1) * 8;
+      ldmatrix_x4(r, sB + swz(row, col, BK));
+    } else {
+      const int row = kk * 16 + (lane & 15);
+      const int col = warp_n * WN + j * 16 + (lane >> 4) * 8;
+      ldmatrix_x4_trans(r, sB + swz(row, col, BN));
+    }
+    bf[2 * j][0] = r[0];
+    bf[2 * j][1] = r[1];
+    bf[2 * j + 1][0] = r[2];
+    bf[2 * j + 1][1] = r[3];
+  }
+}
+)CUDA";
+
+// Main loop with fragments double-buffered in registers (the CUTLASS multistage order): while
+// the tensor cores run k-step kk, the ldmatrix loads of step kk+1 are in flight, and the last
+// step of a k-tile overlaps the loads of the next tile's first step, so the barrier between
+// k-tiles no longer drains the tensor pipe. Needs an even number (>= 2) of k-steps per tile.
+const char* kMmaMainloopDoubleBuffered =
+    R"CUDA(  static_assert(KI >= 2 && KI % 2 == 0, "k-step 0 of every tile uses fragment buffer 0");
+  // Corners of k-tile t: A at gA + t * BK, B at gB + t * B_STEP.
+  const __half* gA = A + (size_t)m0 * K + (size_t)kt_begin * BK;
+  const __half* gB = B_COL_MAJOR ? B + (size_t)n0 * K + (size_t)kt_begin * BK
+                                 : B + (size_t)kt_begin * BK * N + n0;
+  const size_t B_STEP = B_COL_MAJOR ? BK : (size_t)BK * N;
+  uint32_t af[2][MI][4], bf[2][NI][2];  // fragments of k-step kk in buffer kk & 1
+#pragma unroll
+  for (int s = 0; s < STAGES - 1; ++s) {
+    if (s < k_tiles)
+      load_tile(smem + s * STAGE_HALVES, smem + s * STAGE_HALVES + A_TILE, gA + s * BK,
+                gB + s * B_STEP, M - m0, N - n0, N, K, tid);
+    cp_async_commit();
+  }
+  cp_async_wait<STAGES - 2>();  // tile 0 has landed
+  __syncthreads();
+  load_fragments(af[0], bf[0], smem, smem + A_TILE, 0, warp_m, warp_n, lane);
+  int read_stage = 0;  // the stage the next fragments come from
+  for (int kt = 0; kt < k_tiles; ++kt) {
+#pragma unroll
+    for (int kk = 0; kk < KI; ++kk) {
+      if (kk == KI - 1) {
+        // Tile kt+1 has landed for every thread, and no thread reads stage kt any more (its
+        // last fragments were loaded in step KI-2): the next iteration's copy may overwrite it.
+        cp_async_wait<STAGES - 2>();
+        __syncthreads();
+        read_stage = read_stage + 1 == STAGES ? 0 : read_stage + 1;
+      }
+      if (kk == 0) {
+        // Tile kt+STAGES-1 into the stage read by iteration kt-1 (freed by its barrier).
+        const int next = kt + STAGES - 1;
+        if (next < k_tiles) {
+          __half* st = smem + (next % STAGES) * STAGE_HALVES;
+          load_tile(st, st + A_TILE, gA + next * BK, gB + next * B_STEP, M - m0, N - n0, N, K,
+                    tid);
+        }
+        cp_async_commit();
+      }
+      // This step's mma.sync on fragments loaded one step earlier ...
+#pragma unroll
+      for (int i = 0; i < MI; ++i)
+#pragma unroll
+        for (int j = 0; j < NI; ++j) {
+          if constexpr (ACC_F16) mma_f16(hacc[i][j], af[kk & 1][i], bf[kk & 1][j]);
+          else mma_f32(acc[i][j], af[kk & 1][i], bf[kk & 1][j]);
+        }
+      // ... while the next step's fragments load into the other buffer (after the last step:
+      // the next tile's first step; unused after the last tile).
+      const __half* sA = smem + read_stage * STAGE_HALVES;
+      load_fragments(af[(kk + 1) & 1], bf[(kk + 1) & 1], sA, sA + A_TILE, (kk + 1) % KI, warp_m,
+                     warp_n, lane);
+    }
+  }
+  cp_async_wait<0>();
 )CUDA";
 
 // ---------------------------------------------------------------------------------------------
@@ -715,8 +856,12 @@ void finish_mma(KernelVariant& v) {
     << "x" << p("WN") << ", " << p("STAGES") << " stages, split-K " << p("SPLITK")
     << ", block-swizzle group " << p("GROUP") << ", " << p("VEC") * 2 << "-byte cp.async, "
     << (p("EPI") ? "shared-memory epilogue, " : "") << "min blocks/SM " << p("MINB") << ", "
-    << layout_word(v.layout) << ", " << v.acc << " accumulation";
-  v.source = fill(kMmaTemplate, common_keys(v, s.str()));
+    << (p("DBUF") ? "double-buffered fragments, " : "") << layout_word(v.layout) << ", " << v.acc
+    << " accumulation";
+  auto kv = common_keys(v, s.str());
+  kv.push_back({"LOADERS", p("DBUF") ? kMmaLoadersDoubleBuffered : kMmaTileLoaderSimple});
+  kv.push_back({"MAINLOOP", p("DBUF") ? kMmaMainloopDoubleBuffered : kMmaMainloopSimple});
+  v.source = fill(kMmaTemplate, kv);
   int warps = static_cast<int>((p("BM") / p("WM")) * (p("BN") / p("WN")));
   std::ostringstream ins;
   ins << "Write a CUDA HGEMM kernel for KernelRL's kernelrl_launch contract: "
@@ -739,6 +884,12 @@ void finish_mma(KernelVariant& v) {
   if (p("MINB") > 1)
     ins << "; __launch_bounds__(" << 32 * warps << ", " << p("MINB") << ") so " << p("MINB")
         << " blocks fit per SM";
+  if (p("DBUF"))
+    ins << "; fragments double-buffered in registers: each 16-deep k-step's mma.sync runs on "
+           "fragments loaded during the step before, while the next step's ldmatrix loads (across "
+           "the k-tile boundary too) go to the other buffer, with the pipeline's wait and barrier "
+           "before a tile's last k-step; each thread walks its cp.async copies with one pointer "
+           "from the tile corner to save registers";
   ins << ". Opt in to the dynamic shared memory it needs ("
       << p("STAGES") * (p("BM") * p("BK") + p("BK") * p("BN")) * 2 / 1024 << " KiB).";
   v.instruction = ins.str();
@@ -820,6 +971,37 @@ std::vector<KernelVariant> hgemm_family_variants(const std::string& family) {
                     finish_mma(v);
                     out.push_back(v);
                   }
+        // Fragments double-buffered in registers (DBUF): the shared-memory epilogue on the
+        // default raster for every tile, groups of 16 for the 8-warp tiles, split-K for the
+        // small tiles. {BM, BN, BK, WM, WN, STAGES}
+        const int dbuf_tiles[][6] = {
+            {128, 128, 32, 64, 64, 3}, {128, 128, 32, 64, 64, 4}, {128, 128, 64, 64, 64, 3},
+            {128, 256, 32, 64, 64, 3}, {128, 256, 32, 64, 64, 4}, {128, 256, 64, 64, 64, 3},
+            {256, 128, 32, 64, 64, 3}, {256, 128, 32, 64, 64, 4}, {256, 128, 64, 64, 64, 3},
+            {64, 128, 32, 32, 64, 4},  {128, 64, 32, 64, 32, 4},  {64, 64, 32, 32, 32, 4},
+            {64, 64, 64, 32, 32, 3}};
+        for (auto& t : dbuf_tiles)
+          for (int split : {1, 2, 4})
+            for (int group : {8, 16}) {
+              const int warps = (t[0] / t[3]) * (t[1] / t[4]);
+              if (group == 16 && (warps != 8 || split != 1)) continue;
+              if (split > 1 && t[0] * t[1] > 128 * 64) continue;
+              auto v = make(family, "cuda", layout, acc,
+                            {{"BM", t[0]},
+                             {"BN", t[1]},
+                             {"BK", t[2]},
+                             {"WM", t[3]},
+                             {"WN", t[4]},
+                             {"STAGES", t[5]},
+                             {"SPLITK", split},
+                             {"GROUP", group},
+                             {"VEC", 8},
+                             {"EPI", split == 1 ? 1 : 0},
+                             {"MINB", 1},
+                             {"DBUF", 1}});
+              finish_mma(v);
+              out.push_back(v);
+            }
       } else if (family == "hgemm_host") {
         for (int tile : {32, 64}) {
           auto v = make(family, "host", layout, acc, {{"TILE", tile}});

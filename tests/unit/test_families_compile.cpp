@@ -27,11 +27,18 @@ std::string nvcc() {
 
 const char* kArchs = " -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90a,code=sm_90a";
 
-void compile_cuda(const std::string& nvcc_path, const std::filesystem::path& file) {
+void compile_cuda(const std::string& nvcc_path, const std::filesystem::path& file,
+                  const std::string& extra = "") {
   auto r =
-      testing::run_command(nvcc_path + " -std=c++17 -O2 -c" + kArchs + " -Werror all-warnings -o " +
-                           file.string() + ".o " + file.string());
+      testing::run_command(nvcc_path + " -std=c++17 -O2 -c" + kArchs + extra +
+                           " -Werror all-warnings -o " + file.string() + ".o " + file.string());
   EXPECT_EQ(r.exit_code, 0) << file << "\n" << r.output;
+}
+
+int64_t param(const KernelVariant& v, const char* name) {
+  for (const auto& [k, x] : v.params)
+    if (k == name) return x;
+  return 0;
 }
 
 TEST(FamiliesCompile, HgemmSampleCompilesWithNvccForSm80AndSm90a) {
@@ -47,6 +54,29 @@ TEST(FamiliesCompile, HgemmSampleCompilesWithNvccForSm80AndSm90a) {
     write_text(dir / (v.name + ".cu"), v.source);
     compile_cuda(nv, dir / (v.name + ".cu"));
   }
+}
+
+TEST(FamiliesCompile, DoubleBufferedMmaVariantsDoNotSpillRegisters) {
+  // The double-buffered main loop keeps 128 fp32 accumulators and two fragment buffers per
+  // thread beside the copy addresses: a spill would put local-memory traffic into the loop.
+  // ptxas -warn-spills plus -Werror makes any spill a compile error. One 8-warp and one 4-warp
+  // tile (the largest register footprints), both layouts.
+  std::string nv = nvcc();
+  if (nv.empty()) GTEST_SKIP() << "no nvcc";
+  ScratchDir dir;
+  int n = 0;
+  for (const auto& v : hgemm_family_variants("hgemm_mma")) {
+    if (param(v, "DBUF") != 1 || v.acc != "f32" || param(v, "GROUP") != 8) continue;
+    const bool wide = v.layout == "nn" && param(v, "BM") == 128 && param(v, "BN") == 256 &&
+                      param(v, "BK") == 32 && param(v, "STAGES") == 4;
+    const bool deep =
+        v.layout == "tn" && param(v, "BM") == 128 && param(v, "BN") == 128 && param(v, "BK") == 64;
+    if (!wide && !deep) continue;
+    write_text(dir / (v.name + ".cu"), v.source);
+    compile_cuda(nv, dir / (v.name + ".cu"), " -Xptxas -warn-spills");
+    ++n;
+  }
+  EXPECT_EQ(n, 2);
 }
 
 TEST(FamiliesCompile, GeneralCudaSampleCompilesInOneTranslationUnit) {
@@ -101,6 +131,14 @@ TEST(Families, VariantsCarryInstructionsAndDistinctNames) {
   EXPECT_EQ(names.size(), total);
   auto mma = hgemm_family_variants("hgemm_mma");
   EXPECT_GE(mma.size(), 100u);
+  // Both main loops are offered; each variant carries only its own.
+  int dbuf = 0;
+  for (const auto& v : mma) {
+    const bool db = param(v, "DBUF") == 1;
+    dbuf += db;
+    EXPECT_EQ(v.source.find("load_fragments(") != std::string::npos, db) << v.name;
+  }
+  EXPECT_GE(dbuf, 100);
   EXPECT_THAT(mma[0].instruction, ::testing::HasSubstr("ldmatrix"));
   EXPECT_THAT(mma[0].instruction, ::testing::HasSubstr("cp.async"));
   EXPECT_THAT(mma[0].instruction, ::testing::HasSubstr("XOR-swizzled"));
