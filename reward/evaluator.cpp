@@ -225,6 +225,13 @@ EvalResult Evaluator::evaluate_one(const TaskSpec& task, const std::string& sour
   return evaluate(task, {source}).at(0);
 }
 
+int Evaluator::precompile(const std::vector<std::string>& sources) {
+  impl_->ensure_ready();
+  int ok = 0;
+  for (const auto& c : impl_->pool->compile_all(sources)) ok += c.ok;
+  return ok;
+}
+
 std::vector<EvalResult> Evaluator::evaluate(const TaskSpec& task, const std::vector<std::string>& sources) {
   Impl& im = *impl_;
   im.ensure_ready();

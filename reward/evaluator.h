@@ -33,6 +33,10 @@ class Evaluator {
   // order, each also stored. A failing candidate is a result with failed_reward, never a throw.
   std::vector<EvalResult> evaluate(const TaskSpec& task, const std::vector<std::string>& sources);
   EvalResult evaluate_one(const TaskSpec& task, const std::string& source);
+  // Compiles `sources` into the compile cache (in parallel) without running them; returns how
+  // many compiled. For callers that evaluate many small batches (one per task): a later
+  // evaluate() of the same sources only loads them.
+  int precompile(const std::vector<std::string>& sources);
 
   // "gpu" or "host" (resolved from "auto" by asking the worker) and the device name.
   const std::string& backend();
