@@ -1,0 +1,137 @@
+// Kernel families on the GPU through reward/'s Evaluator (the RL reward's checks: NaN-poisoned
+// outputs, guard bands, exact {0,1} sums, deviation bounded by cuBLAS/cuBLASLt on the same
+// inputs, fresh buffers per trial): variants of every CUDA family must come back `ok`.
+//   HGEMM: tiled, WMMA and mma.sync (the simple and the double-buffered main loop, split-K, both
+//   layouts, fp32 and fp16 accumulation) on 192x320x448 (partial 128-wide tiles in M and N) and
+//   the new main loop also on 256x384x4096 (integer sums above 2048: fp32 accumulation shows);
+//   general: one CUDA variant of every general family on its suite task.
+// A negative control (an mma variant that skips its last k-tile) must be caught. Skips where no
+// GPU is visible.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <functional>
+#include <set>
+
+#include "data/families.h"
+#include "data/task_ops.h"
+#include "data/task_suite.h"
+#include "reward/evaluator.h"
+#include "test_util.h"
+
+#ifdef KERNELRL_HAVE_CUDA
+#include <cuda_runtime.h>
+#endif
+
+namespace kernelrl {
+namespace {
+
+bool have_gpu() {
+#ifdef KERNELRL_HAVE_CUDA
+  int n = 0;
+  return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
+#else
+  return false;
+#endif
+}
+
+int64_t param(const KernelVariant& v, const char* name) {
+  for (const auto& [k, x] : v.params)
+    if (k == name) return x;
+  return 0;
+}
+
+// The first variant of `family` with this layout and accumulation that `pred` accepts.
+KernelVariant pick(const std::string& family, const std::string& layout, const std::string& acc,
+                   const std::function<bool(const KernelVariant&)>& pred) {
+  for (const auto& v : hgemm_family_variants(family))
+    if (v.layout == layout && v.acc == acc && pred(v)) return v;
+  ADD_FAILURE() << "no " << family << " " << layout << "/" << acc << " variant matches";
+  return {};
+}
+
+struct Case {
+  TaskSpec task;
+  KernelVariant v;
+};
+
+RewardConfig gpu_config(const testing::ScratchDir& dir) {
+  RewardConfig cfg;
+  cfg.backend = "gpu";
+  cfg.baseline = "cublas-nn";  // no autotuning: this test checks correctness, not speed
+  cfg.cache_dir = (dir / "cache").string();
+  cfg.seeds = 2;
+  cfg.warmup = 1;
+  cfg.min_rounds = 3;
+  cfg.max_rounds = 5;
+  cfg.timing_budget_ms = 20;
+  return cfg;
+}
+
+TEST(FamiliesGpu, VariantsOfEveryCudaFamilyPassTheEvaluator) {
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA device visible";
+  testing::ScratchDir dir;
+  Evaluator ev(gpu_config(dir), dir / "results.sqlite");
+  const TaskSpec partial = hgemm_task(192, 320, 448, "nn"),
+                 partial_tn = hgemm_task(192, 320, 448, "tn");
+  const TaskSpec deep = hgemm_task(256, 384, 4096, "nn");
+  auto any = [](const KernelVariant&) { return true; };
+  auto dbuf = [](int bm, int bn, int bk, int split) {
+    return [=](const KernelVariant& v) {
+      return param(v, "DBUF") == 1 && param(v, "BM") == bm && param(v, "BN") == bn &&
+             param(v, "BK") == bk && param(v, "SPLITK") == split && param(v, "GROUP") == 8;
+    };
+  };
+  std::vector<Case> cases = {
+      {partial, pick("hgemm_tiled", "nn", "f32", any)},
+      {partial_tn, pick("hgemm_wmma", "tn", "f32",
+                        [](const KernelVariant& v) { return param(v, "BM") == 128; })},
+      // The simple main loop with the shared-memory epilogue (the best of the earlier runs).
+      {partial, pick("hgemm_mma", "nn", "f32",
+                     [](const KernelVariant& v) {
+                       return param(v, "DBUF") == 0 && param(v, "EPI") == 1 &&
+                              param(v, "BN") == 256;
+                     })},
+      // The double-buffered main loop: 8 warps (128x256x32 and 256x128x64), 4 warps, split-K.
+      {partial, pick("hgemm_mma", "nn", "f32", dbuf(128, 256, 32, 1))},
+      {deep, pick("hgemm_mma", "nn", "f32", dbuf(128, 256, 32, 1))},
+      {partial_tn, pick("hgemm_mma", "tn", "f32", dbuf(256, 128, 64, 1))},
+      {partial_tn, pick("hgemm_mma", "tn", "f32", dbuf(128, 128, 32, 1))},
+      {partial, pick("hgemm_mma", "nn", "f32", dbuf(64, 64, 32, 4))},
+      {hgemm_task(192, 320, 448, "tn", "f16"),
+       pick("hgemm_mma", "tn", "f16", dbuf(128, 128, 64, 1))},
+  };
+  // One CUDA variant of every general family, on the first suite task of its category.
+  std::set<std::string> categories;
+  for (const auto& t :
+       load_task_suite(std::string(KERNELRL_SOURCE_DIR) + "/configs/tasks/general.yaml")) {
+    if (!categories.insert(find_op(t.op)->category).second) continue;
+    auto vs = variants_for_task(t, "cuda");
+    ASSERT_FALSE(vs.empty()) << t.name;
+    cases.push_back({t, vs[categories.size() % vs.size()]});
+  }
+  EXPECT_EQ(categories.size(), 7u);
+
+  std::vector<std::string> sources;
+  for (const auto& c : cases) sources.push_back(c.v.source);
+  EXPECT_EQ(ev.precompile(sources), static_cast<int>(sources.size()));  // all in parallel
+  for (const auto& c : cases) {
+    EvalResult r = ev.evaluate_one(c.task, c.v.source);
+    std::printf("%-92s %-22s %s %.2f us (x%.3f %s)\n", c.v.name.c_str(), c.task.name.c_str(),
+                status_name(r.status), r.cand.median_us, r.speedup, r.reference.c_str());
+    EXPECT_EQ(r.status, EvalStatus::ok)
+        << c.v.name << " on " << c.task.name << ": " << r.check << ": " << r.reason << "\n"
+        << r.compile_log;
+  }
+
+  // Negative control: the double-buffered mma variant without its last k-tile.
+  std::string bad = pick("hgemm_mma", "nn", "f32", dbuf(128, 256, 32, 1)).source;
+  const std::string loop = "for (int kt = 0; kt < k_tiles; ++kt) {";
+  ASSERT_NE(bad.find(loop), std::string::npos);
+  bad.replace(bad.find(loop), loop.size(), "for (int kt = 0; kt < k_tiles - 1; ++kt) {");
+  EvalResult r = ev.evaluate_one(deep, bad);
+  EXPECT_EQ(r.status, EvalStatus::wrong_answer) << r.check << ": " << r.reason;
+}
+
+}  // namespace
+}  // namespace kernelrl
