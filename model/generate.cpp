@@ -60,18 +60,30 @@ uint64_t mix_seed(uint64_t seed, uint64_t row) {
 }
 
 // Length of the shortest prefix of ids[0, len) whose text contains a stop string, or -1.
+// Only tokens from `from` on are new since the last check: the text searched starts `overlap`
+// tokens before them (a stop string of c characters spans at most c tokens), so a check costs
+// O(new tokens), and the shortest prefix is found by bisection (containment is monotone in
+// the prefix length) instead of decoding every prefix: the old scan was quadratic in the
+// completion length and dominated the decode time of 2k-token kernels.
 int64_t stop_prefix(const Tokenizer& tok, const std::vector<int64_t>& ids, int64_t len,
-                    const std::vector<std::string>& stops) {
+                    const std::vector<std::string>& stops, int64_t from = 0) {
+  size_t longest = 0;
+  for (const auto& s : stops) longest = std::max(longest, s.size());
+  const int64_t start = std::max<int64_t>(0, from - static_cast<int64_t>(longest));
   auto contains = [&](int64_t n) {
-    const std::string text = tok.decode(std::vector<int64_t>(ids.begin(), ids.begin() + n));
+    const std::string text =
+        tok.decode(std::vector<int64_t>(ids.begin() + start, ids.begin() + n));
     for (const auto& s : stops)
       if (!s.empty() && text.find(s) != std::string::npos) return true;
     return false;
   };
-  if (len <= 0 || !contains(len)) return -1;
-  for (int64_t n = 1; n < len; ++n)
-    if (contains(n)) return n;
-  return len;
+  if (len <= start || !contains(len)) return -1;
+  int64_t lo = start, hi = len;  // contains(hi) holds; find the smallest such n > lo
+  while (hi - lo > 1) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    (contains(mid) ? hi : lo) = mid;
+  }
+  return hi;
 }
 
 // Runs decode steps eagerly, or on CUDA as replays of one captured graph per batch size. The
@@ -262,7 +274,9 @@ GenerationResult generate(LlamaModel& model, const std::vector<std::vector<int64
           for (size_t j = 0; j < open.size(); ++j) {
             const int64_t* p = ids[j].data_ptr<int64_t>();
             std::vector<int64_t> v(p, p + t + 1);
-            int64_t cut = stop_prefix(*tokenizer, v, t + 1, o.stop_strings);
+            // Tokens before the previous check held no stop string (the row was still open).
+            int64_t cut = stop_prefix(*tokenizer, v, t + 1, o.stop_strings,
+                                      /*from=*/std::max<int64_t>(0, t + 1 - o.sync_interval));
             if (cut >= 0) {
               stop_len[rows[open[j]].item<int64_t>()] = cut;
               fin[open[j]] = true;
