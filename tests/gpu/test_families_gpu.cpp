@@ -13,6 +13,7 @@
 #include <functional>
 #include <set>
 
+#include "gpu_test_util.h"
 #include "data/families.h"
 #include "data/task_ops.h"
 #include "data/task_suite.h"
@@ -25,15 +26,6 @@
 
 namespace kernelrl {
 namespace {
-
-bool have_gpu() {
-#ifdef KERNELRL_HAVE_CUDA
-  int n = 0;
-  return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
-#else
-  return false;
-#endif
-}
 
 int64_t param(const KernelVariant& v, const char* name) {
   for (const auto& [k, x] : v.params)
@@ -69,7 +61,7 @@ RewardConfig gpu_config(const testing::ScratchDir& dir) {
 }
 
 TEST(FamiliesGpu, VariantsOfEveryCudaFamilyPassTheEvaluator) {
-  if (!have_gpu()) GTEST_SKIP() << "no CUDA device visible";
+  REQUIRE_CUDA();
   testing::ScratchDir dir;
   Evaluator ev(gpu_config(dir), dir / "results.sqlite");
   const TaskSpec partial = hgemm_task(192, 320, 448, "nn"),

@@ -9,6 +9,7 @@
 #ifdef KERNELRL_HAVE_CUDA
 #include <cuda_fp16.h>
 
+#include "gpu_test_util.h"
 #include "common/cuda_check.h"
 #endif
 
@@ -16,13 +17,8 @@ namespace kernelrl {
 namespace {
 
 #ifdef KERNELRL_HAVE_CUDA
-bool have_gpu() {
-  int n = 0;
-  return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
-}
-
 TEST(GpuSmoke, CublasLtHgemmMatchesCpuReference) {
-  if (!have_gpu()) GTEST_SKIP() << "no CUDA device visible";
+  REQUIRE_CUDA();
   const int M = 192, N = 320, K = 256;  // row-major A (MxK), B (KxN), C (MxN)
   std::mt19937 rng(42);
   std::normal_distribution<float> dist(0.f, 1.f);

@@ -8,6 +8,7 @@
 
 #include <iostream>
 
+#include "gpu_test_util.h"
 #include "model/checkpoint.h"
 #include "model/generate.h"
 #include "test_util.h"
@@ -16,12 +17,6 @@ using namespace kernelrl;
 using kernelrl::testing::ScratchDir;
 
 namespace {
-
-bool have_cuda() {
-  return torch::cuda::is_available() && torch::cuda::device_count() > 0;
-}
-#define REQUIRE_CUDA() \
-  if (!have_cuda()) GTEST_SKIP() << "no CUDA device visible"
 
 const torch::Device kCuda(torch::kCUDA, 0);
 

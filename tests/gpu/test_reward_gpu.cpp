@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "gpu_test_util.h"
 #include "reward/evaluator.h"
 #include "data/task_suite.h"
 #include "reward/task_json.h"
@@ -19,15 +20,6 @@
 
 namespace kernelrl {
 namespace {
-
-bool have_gpu() {
-#ifdef KERNELRL_HAVE_CUDA
-  int n = 0;
-  return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
-#else
-  return false;
-#endif
-}
 
 std::string fixture(const std::string& name) {
   return testing::read_text(std::string(KERNELRL_SOURCE_DIR) + "/tests/data/kernels/" + name);
@@ -51,7 +43,7 @@ void print(const char* what, const EvalResult& r) {
 }
 
 TEST(RewardGpu, ReferenceKernelsPassWithEveryBaseline) {
-  if (!have_gpu()) GTEST_SKIP() << "no CUDA device visible";
+  REQUIRE_CUDA();
   testing::ScratchDir dir;
   RewardConfig cfg = gpu_config(dir);
   cfg.baselines = {"all"};
@@ -73,7 +65,7 @@ TEST(RewardGpu, ReferenceKernelsPassWithEveryBaseline) {
 }
 
 TEST(RewardGpu, AdversarialKernelsAreCaughtAndNamed) {
-  if (!have_gpu()) GTEST_SKIP() << "no CUDA device visible";
+  REQUIRE_CUDA();
   testing::ScratchDir dir;
   Evaluator ev(gpu_config(dir), dir / "results.sqlite");
   struct Case {
@@ -106,7 +98,7 @@ TEST(RewardGpu, AdversarialKernelsAreCaughtAndNamed) {
 }
 
 TEST(RewardGpu, SameKernelTimedTwiceAgreesWithin2Percent) {
-  if (!have_gpu()) GTEST_SKIP() << "no CUDA device visible";
+  REQUIRE_CUDA();
   testing::ScratchDir dir;
   RewardConfig cfg = gpu_config(dir);
   cfg.max_rounds = 100;
@@ -127,7 +119,7 @@ TEST(RewardGpu, SameKernelTimedTwiceAgreesWithin2Percent) {
 }
 
 TEST(RewardGpu, GeneralTaskAgainstTheLibTorchReference) {
-  if (!have_gpu()) GTEST_SKIP() << "no CUDA device visible";
+  REQUIRE_CUDA();
   testing::ScratchDir dir;
   Evaluator ev(gpu_config(dir), dir / "results.sqlite");
   TaskSpec t;

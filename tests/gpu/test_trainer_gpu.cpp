@@ -12,6 +12,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "gpu_test_util.h"
 #include "model/llama.h"
 #include "trainer/pretrain_stage.h"
 #include "trainer/train_utils.h"
@@ -19,12 +20,6 @@
 using namespace kernelrl;
 
 namespace {
-
-bool have_cuda() {
-  return torch::cuda::is_available() && torch::cuda::device_count() > 0;
-}
-#define REQUIRE_CUDA() \
-  if (!have_cuda()) GTEST_SKIP() << "no CUDA device visible"
 
 const torch::Device kCuda(torch::kCUDA, 0);
 
