@@ -138,7 +138,6 @@ std::vector<KernelVariant> sample_variants(const std::string& families_arg, int6
       names.push_back(x);
     }
   }
-  std::mt19937_64 rng(seed);
   std::vector<std::vector<KernelVariant>> pools;
   for (const auto& name : names) {
     std::vector<KernelVariant> pool;
@@ -159,14 +158,27 @@ std::vector<KernelVariant> sample_variants(const std::string& families_arg, int6
             pool.push_back(std::move(v));
       }
     }
-    std::shuffle(pool.begin(), pool.end(), rng);
     if (!pool.empty()) pools.push_back(std::move(pool));
   }
+  return round_robin_variants(std::move(pools), n, seed, /*wrap=*/true);
+}
+
+std::vector<KernelVariant> round_robin_variants(std::vector<std::vector<KernelVariant>> pools,
+                                                int64_t n, uint64_t seed, bool wrap) {
+  std::mt19937_64 rng(seed);
+  pools.erase(std::remove_if(pools.begin(), pools.end(), [](const auto& p) { return p.empty(); }),
+              pools.end());
+  for (auto& pool : pools) std::shuffle(pool.begin(), pool.end(), rng);
   std::vector<KernelVariant> out;
-  if (pools.empty()) return out;
-  for (int64_t i = 0; static_cast<int64_t>(out.size()) < n; ++i) {
-    auto& pool = pools[i % pools.size()];
-    out.push_back(pool[(i / pools.size()) % pool.size()]);
+  for (size_t round = 0; static_cast<int64_t>(out.size()) < n; ++round) {
+    bool any = false;
+    for (const auto& pool : pools) {
+      if (static_cast<int64_t>(out.size()) >= n) break;
+      if (!wrap && round >= pool.size()) continue;
+      out.push_back(pool[round % pool.size()]);
+      any = true;
+    }
+    if (!any) break;
   }
   return out;
 }

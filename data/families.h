@@ -58,6 +58,12 @@ std::vector<KernelVariant> general_family_variants(const std::string& family,
 // The host and CUDA variants written for a general task (its op and params), all backends.
 std::vector<KernelVariant> variants_for_task(const TaskSpec& task, const std::string& backend);
 
+// Up to `n` variants drawn round-robin over `pools` (one per family, in the given order), each
+// pool shuffled by `seed` first, in that order. With `wrap`, a pool that runs out starts over, so
+// exactly n come back; without, it drops out and at most the pools' total comes back.
+std::vector<KernelVariant> round_robin_variants(std::vector<std::vector<KernelVariant>> pools,
+                                                int64_t n, uint64_t seed, bool wrap);
+
 // `families` is "all" or comma-separated family names; `tasks` supply the general ops and their
 // params. Returns `n` variants drawn round-robin over the families, each family's variants in a
 // seeded shuffled order (wrapping around when a family has fewer than its share).

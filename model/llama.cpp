@@ -209,15 +209,20 @@ AttentionImpl::AttentionImpl(const ModelShape& s)
   o_proj = register_module("o_proj", linear(n_heads * head_dim, s.d_model));
 }
 
-torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const AttentionInputs& in,
-                                     KVCache* cache, int64_t layer) {
+std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> AttentionImpl::rotated_qkv(
+    const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin) {
   const int64_t B = x.size(0), T = x.size(1);
   auto q = q_proj(x).view({B, T, n_heads, head_dim}).transpose(1, 2);
   auto k = k_proj(x).view({B, T, n_kv_heads, head_dim}).transpose(1, 2);
   auto v = v_proj(x).view({B, T, n_kv_heads, head_dim}).transpose(1, 2);
-  const auto cos = in.cos.unsqueeze(1), sin = in.sin.unsqueeze(1);
-  q = apply_rope(q, cos, sin);
-  k = apply_rope(k, cos, sin);
+  const auto c = cos.unsqueeze(1), s = sin.unsqueeze(1);
+  return {apply_rope(q, c, s), apply_rope(k, c, s), v};
+}
+
+torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const AttentionInputs& in,
+                                     KVCache* cache, int64_t layer) {
+  const int64_t B = x.size(0), T = x.size(1);
+  auto [q, k, v] = rotated_qkv(x, in.cos, in.sin);
   if (cache) {
     cache->k[layer].narrow(2, 0, T).copy_(k);
     cache->v[layer].narrow(2, 0, T).copy_(v);
@@ -251,12 +256,7 @@ torch::Tensor AttentionImpl::decode(const torch::Tensor& x, const torch::Tensor&
   const int64_t B = x.size(0);
   const int64_t L = cache.length;
   const int64_t groups = n_heads / n_kv_heads;
-  auto q = q_proj(x).view({B, 1, n_heads, head_dim}).transpose(1, 2);
-  auto k = k_proj(x).view({B, 1, n_kv_heads, head_dim}).transpose(1, 2);
-  auto v = v_proj(x).view({B, 1, n_kv_heads, head_dim}).transpose(1, 2);
-  const auto c = cos.unsqueeze(1), s = sin.unsqueeze(1);
-  q = apply_rope(q, c, s);
-  k = apply_rope(k, c, s);
+  auto [q, k, v] = rotated_qkv(x, cos, sin);
   cache.k[layer].narrow(2, L, 1).copy_(k);
   cache.v[layer].narrow(2, L, 1).copy_(v);
   // One query per row: the G query heads that share a kv head become G "query positions" of
@@ -272,12 +272,7 @@ torch::Tensor AttentionImpl::decode_static(const torch::Tensor& x, const torch::
                                            const torch::Tensor& slot, const torch::Tensor& bias) {
   const int64_t B = x.size(0);
   const int64_t groups = n_heads / n_kv_heads;
-  auto q = q_proj(x).view({B, 1, n_heads, head_dim}).transpose(1, 2);
-  auto k = k_proj(x).view({B, 1, n_kv_heads, head_dim}).transpose(1, 2);
-  auto v = v_proj(x).view({B, 1, n_kv_heads, head_dim}).transpose(1, 2);
-  const auto c = cos.unsqueeze(1), s = sin.unsqueeze(1);
-  q = apply_rope(q, c, s);
-  k = apply_rope(k, c, s);
+  auto [q, k, v] = rotated_qkv(x, cos, sin);
   cache.k[layer].index_copy_(2, slot, k);
   cache.v[layer].index_copy_(2, slot, v);
   auto qg = q.reshape({B, n_kv_heads, groups, head_dim});

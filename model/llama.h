@@ -23,6 +23,7 @@
 
 #include <cstdint>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "model/model_config.h"
@@ -105,6 +106,11 @@ class AttentionImpl : public torch::nn::Module {
                               const torch::Tensor& slot, const torch::Tensor& bias);
   torch::nn::Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
   int64_t n_heads, n_kv_heads, head_dim;
+
+ private:
+  // q, k, v of x [B, T, d] as [B, heads, T, head_dim], q and k rotated by cos/sin [B, T, hd].
+  std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> rotated_qkv(
+      const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin);
 };
 TORCH_MODULE(Attention);
 

@@ -93,25 +93,13 @@ void seed_pool(ExemplarStore& pool, Evaluator& ev, const TaskSpec& task, int64_t
   if (n <= 0 || pool.size(task.name) > 0) return;
   auto variants = variants_for_task(task, ev.backend() == "gpu" ? "cuda" : "host");
   if (variants.empty()) return;
-  std::vector<std::string> family_order;
-  std::map<std::string, std::vector<const KernelVariant*>> by_family;
-  for (const auto& v : variants) {
-    if (!by_family.count(v.family)) family_order.push_back(v.family);
-    by_family[v.family].push_back(&v);
-  }
-  std::mt19937_64 rng(fnv1a(task.name));
-  for (auto& [family, members] : by_family) std::shuffle(members.begin(), members.end(), rng);
+  std::map<std::string, std::vector<KernelVariant>> by_family;  // shuffled in name order
+  for (auto& v : variants) by_family[v.family].push_back(std::move(v));
+  std::vector<std::vector<KernelVariant>> pools;
+  for (auto& [family, members] : by_family) pools.push_back(std::move(members));
   std::vector<std::string> sources;
-  for (size_t round = 0; static_cast<int64_t>(sources.size()) < n; ++round) {
-    bool any = false;
-    for (const auto& family : family_order) {
-      const auto& members = by_family[family];
-      if (round >= members.size() || static_cast<int64_t>(sources.size()) >= n) continue;
-      sources.push_back(members[round]->source);
-      any = true;
-    }
-    if (!any) break;
-  }
+  for (auto& v : round_robin_variants(std::move(pools), n, fnv1a(task.name), /*wrap=*/false))
+    sources.push_back(std::move(v.source));
   auto results = ev.evaluate(task, sources);
   for (size_t i = 0; i < results.size(); ++i)
     if (results[i].passed()) pool.add(task.name, {results[i].hash, sources[i], results[i].reward}, 0);
