@@ -44,7 +44,7 @@ using Clock = std::chrono::steady_clock;
 struct Options {
   std::string out, backend = "auto", tasks = "configs/tasks/general.yaml", families = "all";
   std::string shapes, large_shapes, f16_shape, layouts = "nn,tn";
-  std::string store, cache_dir, mode = "offline", l2 = "cold", emit_dir;
+  std::string store, cache_dir, timing = "device", l2 = "cold", emit_dir;
   int64_t sample = 0;          // HGEMM fp32 variants per family per layout; 0 = all
   int64_t large_sample = 0;    // mma variants per layout at the large shapes; 0 = all (split-K 1)
   int64_t f16_sample = 3;      // HGEMM fp16-accumulation variants per family per layout
@@ -258,7 +258,7 @@ std::string Bench::summary() const {
   // Reference columns: cuBLASLt autotuned on the GPU, LibTorch on the host backend.
   const std::string ref1 = gpu ? "lt-auto" : "torch", ref2 = gpu ? "lt-auto-max" : "torch";
   s << "# Kernel families through the Evaluator\n\n"
-    << "Backend " << ev_.backend() << " on " << ev_.device_name() << "; mode " << o_.mode << ", L2 "
+    << "Backend " << ev_.backend() << " on " << ev_.device_name() << "; timing " << o_.timing << ", L2 "
     << o_.l2 << ", " << o_.seeds << " correctness seeds, up to " << o_.max_rounds
     << " interleaved timing rounds (budget " << o_.budget_ms << " ms per candidate); seed "
     << o_.seed << "; " << fmt(elapsed_s(), "%.0f") << " s wall so far. Speedup = baseline median"
@@ -443,7 +443,7 @@ int run(Options o) {
   cfg.backend = o.backend;
   cfg.baseline = "lt-auto-max";  // timed beside every candidate: lt-auto of both layouts
   cfg.baselines = {"all"};
-  cfg.mode = o.mode;
+  cfg.timing = o.timing;
   cfg.l2 = o.l2;
   cfg.seeds = o.seeds;
   cfg.max_rounds = o.max_rounds;
@@ -572,7 +572,8 @@ int main(int argc, char** argv) {
   app.add_option("--seeds", o.seeds, "reward.seeds: correctness seeds per candidate");
   app.add_option("--max-rounds", o.max_rounds, "reward.max_rounds: timing rounds, at most");
   app.add_option("--budget-ms", o.budget_ms, "reward.timing_budget_ms per candidate");
-  app.add_option("--mode", o.mode, "offline | server")->check(CLI::IsMember({"offline", "server"}));
+  app.add_option("--timing", o.timing, "device | call | server")
+      ->check(CLI::IsMember({"device", "call", "server"}));
   app.add_option("--l2", o.l2, "cold | hot")->check(CLI::IsMember({"cold", "hot"}));
   app.add_option("--compile-jobs", o.compile_jobs, "parallel compilers; 0 = cores");
   app.add_option("--store", o.store, "results store (default: a temporary one)");

@@ -35,7 +35,7 @@ double median_of(std::vector<double> v) {
 void register_bench(CLI::App& app) {
   struct Opts {
     std::string kernels, grid = "small", out = "results.csv", layout = "nn", backend = "auto";
-    std::string store, cache_dir, mode = "offline", l2 = "cold";
+    std::string store, cache_dir, timing = "device", l2 = "cold";
     bool refresh = false;
   };
   auto o = std::make_shared<Opts>();
@@ -45,7 +45,8 @@ void register_bench(CLI::App& app) {
   sub->add_option("--out", o->out, "CSV of speedups per baseline");
   auto* layout_opt = sub->add_option("--layout", o->layout, "nn | tn (default: as the grid says, nn)")
                          ->check(CLI::IsMember({"nn", "tn"}));
-  sub->add_option("--mode", o->mode, "offline | server")->check(CLI::IsMember({"offline", "server"}));
+  sub->add_option("--timing", o->timing, "device (CUDA-graph replay, default) | call | server")
+      ->check(CLI::IsMember({"device", "call", "server"}));
   sub->add_option("--l2", o->l2, "cold | hot")->check(CLI::IsMember({"cold", "hot"}));
   sub->add_option("--backend", o->backend, "auto | gpu | host")->check(CLI::IsMember({"auto", "gpu", "host"}));
   sub->add_option("--store", o->store, "results store (default <kernels>/bench.sqlite)");
@@ -59,7 +60,7 @@ void register_bench(CLI::App& app) {
       for (auto& t : tasks) t = hgemm_task(t.m, t.n, t.k, o->layout, t.acc);
     RewardConfig cfg;
     cfg.backend = o->backend;
-    cfg.mode = o->mode;
+    cfg.timing = o->timing;
     cfg.l2 = o->l2;
     cfg.cache_dir = o->cache_dir;
     cfg.baselines = {"all"};
@@ -71,8 +72,11 @@ void register_bench(CLI::App& app) {
         gpu ? report_baseline_names() : std::vector<std::string>{"torch"};
 
     std::ostringstream csv;
-    csv << "M,N,K,status,check,t_cand_us,cv";
+    // <timing>_us columns are the mode's times; *_call_us the eager call times measured beside
+    // them in device mode (empty otherwise).
+    csv << "M,N,K,status,check,t_cand_us,cv,t_cand_call_us";
     for (const auto& n : names) csv << "," << n << "_us";
+    for (const auto& n : names) csv << "," << n << "_call_us";
     for (const auto& n : names) csv << ",speedup_" << n;
     csv << ",reward\n";
     std::map<std::string, std::vector<double>> speedups;
@@ -89,8 +93,8 @@ void register_bench(CLI::App& app) {
       csv << m << "," << n << "," << k;
       if (!fs::exists(file)) {
         ++missing;
-        csv << ",missing,,,";
-        for (size_t j = 0; j < 2 * names.size(); ++j) csv << ",";
+        csv << ",missing,,,,";
+        for (size_t j = 0; j < 3 * names.size(); ++j) csv << ",";
         csv << "\n";
         progress.update(static_cast<int64_t>(i + 1), stem + " missing");
         continue;
@@ -98,17 +102,23 @@ void register_bench(CLI::App& app) {
       std::string source = read_file(file, "kernel");
       std::optional<EvalResult> r;
       if (!o->refresh) {
-        r = ev.store().find_result(ev.hash_of(source), task.name, ev.backend(), ev.device_name());
+        r = ev.cached_result(task, source);
         if (r) ++resumed;
       }
       if (!r) r = ev.evaluate_one(task, source);
       ++evaluated;
       csv << "," << status_name(r->status) << "," << r->check << "," << r->cand.median_us << ","
-          << r->cand.cv;
+          << r->cand.cv << ",";
+      if (r->cand.call_median_us > 0) csv << r->cand.call_median_us;
       for (const auto& b : names) {
         auto it = r->baselines.find(b);
         csv << ",";
         if (it != r->baselines.end() && it->second.valid()) csv << it->second.median_us;
+      }
+      for (const auto& b : names) {
+        auto it = r->baselines.find(b);
+        csv << ",";
+        if (it != r->baselines.end() && it->second.call_median_us > 0) csv << it->second.call_median_us;
       }
       for (const auto& b : names) {
         auto it = r->baselines.find(b);
@@ -127,8 +137,9 @@ void register_bench(CLI::App& app) {
     progress.finish();
     // Summary rows: mean and median speedup, and wins (speedup > 1) per baseline.
     std::printf("\n%-18s %10s %10s %8s\n", "baseline", "mean", "median", "wins");
-    std::string mean_row = "mean,,,,,,", median_row = "median,,,,,,", wins_row = "wins,,,,,,";
-    for (size_t j = 0; j < names.size(); ++j) {
+    std::printf("(speedups from %s times)\n", o->timing.c_str());
+    std::string mean_row = "mean,,,,,,,", median_row = "median,,,,,,,", wins_row = "wins,,,,,,,";
+    for (size_t j = 0; j < 2 * names.size(); ++j) {
       mean_row += ",";
       median_row += ",";
       wins_row += ",";

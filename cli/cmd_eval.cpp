@@ -41,16 +41,27 @@ void print_result(const EvalResult& r, const std::string& kernel, const std::str
   if (!r.compile_log.empty() && r.status == EvalStatus::compile_error)
     std::printf("compiler log:\n%s\n", r.compile_log.c_str());
   if (r.cand.valid()) {
-    std::printf("\n%-18s %11s %11s %11s %11s %7s %9s\n", "contender", "median_us", "mean_us",
-                "p10_us", "p90_us", "cv", "speedup");
-    auto row = [&](const std::string& name, const TimingStats& t, double speedup) {
-      std::printf("%-18s %11s %11s %11s %11s %7.4f %9s\n", name.c_str(), us(t.median_us).c_str(),
-                  us(t.mean_us).c_str(), us(t.p10_us).c_str(), us(t.p90_us).c_str(), t.cv,
-                  speedup > 0 ? (us(speedup) + "x").c_str() : "-");
+    // The mode's times first; device mode also shows each contender's eager call time (the
+    // host's cost of issuing the call included), which is what a caller without graphs sees.
+    const bool device = r.cand.timing == "device";
+    std::printf("\ntimes in microseconds per call, %s timing%s\n", r.cand.timing.c_str(),
+                device ? " (CUDA-graph replay: kernel device time); call_us = events around one eager call"
+                       : " (events around each call: host issue cost included)");
+    std::printf("%-18s %11s %11s %11s %7s %9s %11s %9s\n", "contender", "median_us", "p10_us",
+                "p90_us", "cv", "speedup", "call_us", "call_spd");
+    auto row = [&](const std::string& name, const TimingStats& t, bool cand) {
+      double sp = cand ? 0 : t.median_us / r.cand.median_us;
+      double csp = !cand && t.call_median_us > 0 && r.cand.call_median_us > 0
+                       ? t.call_median_us / r.cand.call_median_us : 0;
+      std::printf("%-18s %11s %11s %11s %7.4f %9s %11s %9s\n", name.c_str(), us(t.median_us).c_str(),
+                  us(t.p10_us).c_str(), us(t.p90_us).c_str(), t.cv,
+                  sp > 0 ? (us(sp) + "x").c_str() : "-",
+                  t.call_median_us > 0 ? us(t.call_median_us).c_str() : "-",
+                  csp > 0 ? (us(csp) + "x").c_str() : "-");
     };
-    row("candidate", r.cand, 0);
+    row("candidate", r.cand, true);
     for (const auto& [name, t] : r.baselines)
-      if (t.valid()) row(name, t, t.median_us / r.cand.median_us);
+      if (t.valid()) row(name, t, false);
     std::printf("\nmax|C-C_ref| %.6g (bound %.6g)\n", r.max_abs_dev, r.dev_bound);
   }
   std::printf("reward   %.6g   %s\n", r.reward, r.reward_reason.c_str());
@@ -60,7 +71,7 @@ void print_result(const EvalResult& r, const std::string& kernel, const std::str
 
 void register_eval(CLI::App& app) {
   struct Opts {
-    std::string kernel, shape, layout = "nn", mode = "offline", baselines = "all", json;
+    std::string kernel, shape, layout = "nn", timing = "device", baselines = "all", json;
     std::string backend = "auto", store, cache_dir, l2 = "cold", acc = "f32", reference;
     bool refresh = false, ncu = false, sanitizer = false;
   };
@@ -72,7 +83,8 @@ void register_eval(CLI::App& app) {
   sub->add_option("--layout", o->layout, "nn | tn")->check(CLI::IsMember({"nn", "tn"}));
   sub->add_option("--acc", o->acc, "f32 | f16 accumulation the task requires")
       ->check(CLI::IsMember({"f32", "f16"}));
-  sub->add_option("--mode", o->mode, "offline | server")->check(CLI::IsMember({"offline", "server"}));
+  sub->add_option("--timing", o->timing, "device (CUDA-graph replay, default) | call | server")
+      ->check(CLI::IsMember({"device", "call", "server"}));
   sub->add_option("--l2", o->l2, "cold | hot")->check(CLI::IsMember({"cold", "hot"}));
   sub->add_option("--baselines", o->baselines, "all | lt-auto | ... (comma-separated)");
   sub->add_option("--reference", o->reference, "baseline for the speedup in the reward (default lt-auto-max)");
@@ -86,7 +98,7 @@ void register_eval(CLI::App& app) {
   sub->callback([o] {
     RewardConfig cfg;
     cfg.backend = o->backend;
-    cfg.mode = o->mode;
+    cfg.timing = o->timing;
     cfg.l2 = o->l2;
     cfg.cache_dir = o->cache_dir;
     cfg.refresh_baselines = o->refresh;

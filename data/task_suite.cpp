@@ -319,6 +319,39 @@ std::vector<int64_t> general_task_dims(const TaskSpec& t) {
   return d;
 }
 
+at::Tensor hgemm_reference_fp32(const TaskSpec& t, const at::Tensor& a, const at::Tensor& b) {
+  // True fp32 products and sums (no TF32), whatever the global matmul precision says.
+  at::Tensor bf = t.layout == "nn" ? b.to(at::kFloat) : b.to(at::kFloat).t();
+  at::Tensor af = a.to(at::kFloat);
+  if (af.is_cuda()) {
+    bool tf32 = at::globalContext().allowTF32CuBLAS();
+    at::globalContext().setAllowTF32CuBLAS(false);
+    at::Tensor c = at::matmul(af, bf);
+    at::globalContext().setAllowTF32CuBLAS(tf32);
+    return c;
+  }
+  return at::matmul(af, bf);
+}
+
+void refresh_inputs(const TaskSpec& t, std::vector<at::Tensor>& inputs) {
+  if (t.kind == "hgemm") {
+    for (auto& x : inputs) x.normal_();
+    return;
+  }
+  const OpInfo& op = op_of(t);
+  auto sizes = sizes_of(t, op);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    std::string init = i < op.inputs.size() ? op.inputs[i].init : t.inputs.at(i).init;
+    at::Tensor& x = inputs[i];
+    if (init == "index")
+      x.random_(0, sizes.at(op.inputs[i].index_of));
+    else if (init == "positive")
+      x.uniform_(0.5, 1.5);
+    else
+      x.normal_();
+  }
+}
+
 std::vector<at::Tensor> make_inputs(const TaskSpec& t, uint64_t seed, c10::Device device) {
   at::Generator gen = at::detail::createCPUGenerator(seed);
   std::vector<at::Tensor> out;
@@ -351,10 +384,7 @@ std::vector<at::Tensor> make_inputs(const TaskSpec& t, uint64_t seed, c10::Devic
 }
 
 std::vector<at::Tensor> reference_outputs(const TaskSpec& t, const std::vector<at::Tensor>& in) {
-  if (t.kind == "hgemm") {
-    at::Tensor b = t.layout == "nn" ? in.at(1).to(at::kFloat) : in.at(1).to(at::kFloat).t();
-    return {at::matmul(in.at(0).to(at::kFloat), b).to(at::kHalf)};
-  }
+  if (t.kind == "hgemm") return {hgemm_reference_fp32(t, in.at(0), in.at(1)).to(at::kHalf)};
   const OpInfo& op = op_of(t);
   TORCH_CHECK(in.size() == op.inputs.size(), "task ", t.name, ": expected ", op.inputs.size(),
               " inputs, got ", in.size());

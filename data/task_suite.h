@@ -51,6 +51,14 @@ std::vector<at::Tensor> make_inputs(const TaskSpec& task, uint64_t seed, c10::De
 std::vector<at::Tensor> reference_outputs(const TaskSpec& task,
                                           const std::vector<at::Tensor>& inputs);
 
+// The HGEMM reference answer in fp32 (fp32 products and sums, never TF32), A [M,K] and B in the
+// task's stored layout: the one HGEMM reference (reference_outputs rounds it to fp16).
+at::Tensor hgemm_reference_fp32(const TaskSpec& task, const at::Tensor& a, const at::Tensor& b);
+
+// Fresh values, in place and on the tensors' device, from the same distributions as
+// make_inputs (timing input sets: values change between timed calls).
+void refresh_inputs(const TaskSpec& task, std::vector<at::Tensor>& inputs);
+
 // kernelrl_args.dims for a general task and its inputs' shapes (as the harness builds them).
 std::vector<int64_t> general_task_dims(const TaskSpec& task);
 

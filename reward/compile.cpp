@@ -6,7 +6,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <algorithm>
 #include <map>
+#include <regex>
 #include <sstream>
 #include <thread>
 
@@ -73,11 +75,57 @@ std::string CompilePool::full_source(const std::string& source) {
   return "#include \"kernel_abi.h\"\n#line 1 \"candidate\"\n" + source;
 }
 
+std::string cutlass_version(const std::string& dir) {
+  std::ifstream in(fs::path(dir) / "cutlass" / "version.h");
+  if (!in) return "";
+  std::string text((std::istreambuf_iterator<char>(in)), {}), v;
+  for (const char* key : {"CUTLASS_MAJOR", "CUTLASS_MINOR", "CUTLASS_PATCH"}) {
+    std::smatch m;
+    if (std::regex_search(text, m, std::regex(std::string("#define\\s+") + key + "\\s+(\\d+)")))
+      v += (v.empty() ? "" : ".") + m[1].str();
+  }
+  return v.empty() ? "unknown" : v;
+}
+
+std::vector<std::string> resolve_include_dirs(const std::vector<std::string>& configured) {
+  std::vector<std::string> out;
+  for (const auto& d : configured) {
+    if (d.empty()) continue;
+    if (d != "auto") {
+      if (!fs::is_directory(d))
+        throw UserError("reward.include_dirs: \"" + d + "\" is not a directory");
+      out.push_back(fs::absolute(d).string());
+      continue;
+    }
+    if (const char* e = std::getenv("KERNELRL_CUTLASS_INCLUDE"); e && *e && fs::is_directory(e)) {
+      out.push_back(fs::absolute(e).string());
+      continue;
+    }
+#ifdef KERNELRL_VENV_DIR
+    // The project's venv, where scripts/setup.sh installs the pinned nvidia-cutlass wheel.
+    fs::path venv = KERNELRL_VENV_DIR;
+    std::error_code ec;
+    for (const auto& lib : fs::directory_iterator(venv / "lib", ec)) {
+      fs::path inc = lib.path() / "site-packages" / "cutlass_library" / "source" / "include";
+      if (fs::is_directory(inc / "cute")) {
+        out.push_back(inc.string());
+        break;
+      }
+    }
+#endif
+  }
+  return out;
+}
+
 CompilePool::CompilePool(std::string backend, std::string arch, fs::path cache_dir, int jobs,
-                         double timeout_s)
+                         double timeout_s, std::vector<std::string> include_dirs)
     : backend_(std::move(backend)), arch_(std::move(arch)), cache_dir_(std::move(cache_dir)),
       jobs_(jobs > 0 ? jobs : std::max(1u, std::thread::hardware_concurrency())),
-      timeout_s_(timeout_s) {
+      timeout_s_(timeout_s), include_dirs_(std::move(include_dirs)) {
+  for (const auto& d : include_dirs_) {
+    std::string v = cutlass_version(d);
+    include_identity_ += (v.empty() ? "dir" : "cutlass-" + v) + ";";
+  }
   compiler_ = backend_ == "gpu" ? find_nvcc() : "g++";
   RunResult v = run_process({compiler_, "--version"}, 60);
   if (v.exit_code != 0)
@@ -103,12 +151,20 @@ CompilePool::CompilePool(std::string backend, std::string arch, fs::path cache_d
 std::vector<std::string> CompilePool::command(const fs::path& src, const fs::path& out) const {
   if (backend_ == "gpu") {
     std::string a = arch_.substr(3);  // "sm_90a" -> "90a"
-    return {compiler_, "-O3", "-std=c++17", "-shared", "-Xcompiler", "-fPIC", "-lineinfo", "-cudart", "shared",
-            "-gencode", "arch=compute_" + a + ",code=sm_" + a, "-I", include_dir_.string(),
-            "-o", out.string(), src.string()};
+    // --expt-relaxed-constexpr: CuTe/CUTLASS call constexpr host functions from device code.
+    std::vector<std::string> cmd = {compiler_, "-O3", "-std=c++17", "-shared", "-Xcompiler", "-fPIC",
+                                    "-lineinfo", "-cudart", "shared", "--expt-relaxed-constexpr",
+                                    "-gencode", "arch=compute_" + a + ",code=sm_" + a, "-I",
+                                    include_dir_.string()};
+    for (const auto& d : include_dirs_) cmd.insert(cmd.end(), {"-I", d});
+    cmd.insert(cmd.end(), {"-o", out.string(), src.string()});
+    return cmd;
   }
-  return {compiler_, "-O2", "-std=c++17", "-shared", "-fPIC", "-x", "c++",
-          "-I", include_dir_.string(), "-o", out.string(), src.string()};
+  std::vector<std::string> cmd = {compiler_, "-O2", "-std=c++17", "-shared", "-fPIC", "-x", "c++",
+                                  "-I", include_dir_.string()};
+  for (const auto& d : include_dirs_) cmd.insert(cmd.end(), {"-I", d});
+  cmd.insert(cmd.end(), {"-o", out.string(), src.string()});
+  return cmd;
 }
 
 std::string CompilePool::hash_of(const std::string& source) const {
@@ -117,8 +173,10 @@ std::string CompilePool::hash_of(const std::string& source) const {
   key += kKernelAbiText;
   for (const auto& a : command("SRC", "OUT")) {
     if (a.rfind(include_dir_.string(), 0) == 0) continue;  // cache location is not content
+    if (std::find(include_dirs_.begin(), include_dirs_.end(), a) != include_dirs_.end()) continue;
     key += '\0' + a;
   }
+  key += '\0' + include_identity_;  // the extra headers by version, not by where they sit
   key += '\0' + arch_ + '\0' + toolkit_version_;
   return content_hash(key);
 }
@@ -155,7 +213,7 @@ CompileOutcome CompilePool::compile(const std::string& source) {
     out << full_source(source);
   }
   fs::path out_so = tmp / "candidate.so";
-  RunResult rr = run_process(command(src, out_so), timeout_s_);
+  RunResult rr = run_process(command(src, out_so), timeout_s_, {}, /*pausable=*/true);
   r.seconds = rr.seconds;
   r.log = trim_compiler_log(rr.output, tmp.string() + "/");
   if (rr.timed_out) {

@@ -31,9 +31,10 @@ struct CompileOutcome {
 
 class CompilePool {
  public:
-  // backend: "gpu" (nvcc) or "host" (g++); arch e.g. "sm_90a" (ignored by host).
+  // backend: "gpu" (nvcc) or "host" (g++); arch e.g. "sm_90a" (ignored by host);
+  // include_dirs: extra -I directories for candidates (CUTLASS/CuTe), resolved.
   CompilePool(std::string backend, std::string arch, std::filesystem::path cache_dir, int jobs,
-              double timeout_s);
+              double timeout_s, std::vector<std::string> include_dirs = {});
 
   const std::string& backend() const { return backend_; }
   const std::string& toolkit_version() const { return toolkit_version_; }
@@ -57,7 +58,16 @@ class CompilePool {
   int jobs_;
   double timeout_s_;
   std::string compiler_, toolkit_version_;
+  std::vector<std::string> include_dirs_;
+  std::string include_identity_;  // what the extra headers are (e.g. CUTLASS's version), hashed
 };
+
+// RewardConfig.include_dirs resolved: "auto" becomes $KERNELRL_CUTLASS_INCLUDE or the CUTLASS
+// headers of the nvidia-cutlass wheel in the project's venv (cutlass_library/source/include),
+// when found; other entries must exist (UserError naming reward.include_dirs otherwise).
+std::vector<std::string> resolve_include_dirs(const std::vector<std::string>& configured);
+// CUTLASS's version from <dir>/cutlass/version.h ("" when the dir has none).
+std::string cutlass_version(const std::string& include_dir);
 
 // nvcc of the CUDA toolkit: $CUDA_HOME/bin/nvcc, /usr/local/cuda/bin/nvcc, else "nvcc" in PATH.
 std::string find_nvcc();

@@ -43,8 +43,11 @@ TimingStats timing_stats(std::vector<double> s) {
 }
 
 nlohmann::json to_json(const TimingStats& t) {
-  return {{"median_us", t.median_us}, {"mean_us", t.mean_us}, {"p10_us", t.p10_us},
-          {"p90_us", t.p90_us},       {"cv", t.cv},           {"n", t.n}};
+  nlohmann::json j = {{"median_us", t.median_us}, {"mean_us", t.mean_us}, {"p10_us", t.p10_us},
+                      {"p90_us", t.p90_us},       {"cv", t.cv},           {"n", t.n},
+                      {"timing", t.timing}};
+  if (t.call_median_us > 0) j["call_median_us"] = t.call_median_us;
+  return j;
 }
 
 TimingStats timing_from_json(const nlohmann::json& j) {
@@ -56,6 +59,8 @@ TimingStats timing_from_json(const nlohmann::json& j) {
   t.p90_us = j.value("p90_us", 0.0);
   t.cv = j.value("cv", 0.0);
   t.n = j.value("n", int64_t{0});
+  t.timing = j.value("timing", std::string());
+  t.call_median_us = j.value("call_median_us", 0.0);
   return t;
 }
 

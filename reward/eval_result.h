@@ -29,10 +29,14 @@ enum class EvalStatus {
 const char* status_name(EvalStatus s);
 EvalStatus status_from_name(const std::string& name);  // unknown -> internal_error
 
-// Spread of one contender's times (µs).
+// Spread of one contender's times (µs) in one timing mode (reward/worker/timing.h): device (per
+// call, from CUDA-graph replays), call (events around each eager call, host issue cost
+// included) or server. Device-mode measurements also carry the median call time beside.
 struct TimingStats {
   double median_us = 0, mean_us = 0, p10_us = 0, p90_us = 0, cv = 0;  // cv = stddev / mean
   int64_t n = 0;
+  std::string timing;          // device | call | server ("" = unknown, an old store row)
+  double call_median_us = 0;   // device mode: median of eager calls in the same rounds; else 0
   bool valid() const { return n > 0 && median_us > 0; }
 };
 TimingStats timing_stats(std::vector<double> samples_us);

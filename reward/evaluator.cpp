@@ -20,6 +20,7 @@
 #include "reward/screen.h"
 #include "reward/subprocess.h"
 #include "reward/task_json.h"
+#include "reward/task_kinds.h"
 #include "reward/worker_client.h"
 
 namespace kernelrl {
@@ -92,6 +93,7 @@ struct Evaluator::Impl {
   std::vector<std::unique_ptr<WorkerClient>> workers;
   std::unique_ptr<CompilePool> pool;
   std::string backend, device, driver, arch;
+  std::vector<std::string> include_dirs;  // resolved reward.include_dirs (CUTLASS/CuTe)
   bool ready = false;
   std::mt19937_64 seeds{std::random_device{}()};
 
@@ -111,14 +113,23 @@ struct Evaluator::Impl {
     for (int i = 1; i < n; ++i)
       workers.push_back(std::make_unique<WorkerClient>(backend, backend == "gpu" ? i : 0, silence,
                                                        cache_dir / "logs"));
+    for (auto& w : workers) w->set_quiet(cfg.quiet);
+    include_dirs = resolve_include_dirs(cfg.include_dirs);
     pool = std::make_unique<CompilePool>(backend, arch, cache_dir / "compile", static_cast<int>(cfg.compile_jobs),
-                                         cfg.compile_timeout_s);
+                                         cfg.compile_timeout_s, include_dirs);
     ready = true;
     KRL_LOG(info) << "evaluator: backend " << backend << " on " << device << " (" << driver << "), "
-                  << workers.size() << " worker(s), compiler " << pool->toolkit_version();
+                  << workers.size() << " worker(s), compiler " << pool->toolkit_version()
+                  << ", timing " << cfg.timing << "/" << cfg.l2
+                  << (include_dirs.empty() ? std::string(", no CUTLASS headers")
+                                           : ", CUTLASS " + cutlass_version(include_dirs[0]));
   }
 
-  std::string mode_key() const { return cfg.mode + "/" + cfg.l2; }
+  std::map<std::string, int64_t> evals_since_check;  // per baseline key: for re-checks
+  // The timing settings baselines are stored under: mode, L2 state and graph length.
+  std::string timing_key() const {
+    return cfg.timing + "/" + cfg.l2 + (cfg.timing == "device" ? "/g" + std::to_string(cfg.graph_calls) : "");
+  }
 
   nlohmann::json profile(const fs::path& so, const TaskSpec& task, int dev) {
     nlohmann::json m = nlohmann::json::object();
@@ -232,12 +243,67 @@ int Evaluator::precompile(const std::vector<std::string>& sources) {
   return ok;
 }
 
+std::string Evaluator::settings_fingerprint() const {
+  const RewardConfig& c = impl_->cfg;
+  // Everything that changes a verdict, a time or a reward (compile inputs are in the source
+  // hash already). Changing any of these misses cached results.
+  nlohmann::json j = {{"timing", c.timing},
+                      {"l2", c.l2},
+                      {"graph_calls", c.timing == "device" ? c.graph_calls : 0},
+                      {"verify_rounds", c.timing == "device" ? c.verify_rounds : 0},
+                      {"server_gap_us", c.timing == "server" ? c.server_gap_us : 0},
+                      {"baseline", c.baseline},
+                      {"alpha", c.alpha},
+                      {"beta", c.beta},
+                      {"length_measure", c.length_measure},
+                      {"failed_reward", c.failed_reward},
+                      {"speedup_clip", c.speedup_clip},
+                      {"seeds", c.seeds},
+                      {"deviation_slack", c.deviation_slack},
+                      {"warmup", c.warmup},
+                      {"min_rounds", c.min_rounds},
+                      {"max_rounds", c.max_rounds},
+                      {"timing_budget_ms", c.timing_budget_ms},
+                      {"baseline_recheck_every", c.baseline_recheck_every}};
+  return content_hash(j.dump()).substr(0, 16);
+}
+
+std::optional<EvalResult> Evaluator::cached_result(const TaskSpec& task, const std::string& source) {
+  impl_->ensure_ready();
+  return impl_->store->find_result(impl_->pool->hash_of(source), task.name, impl_->backend,
+                                   impl_->device, settings_fingerprint());
+}
+
+std::vector<EvalResult> Evaluator::evaluate_batch(const std::vector<EvalItem>& items) {
+  // Compile every source of the batch in parallel first; then each task's candidates load from
+  // the cache and are timed (with the compile pool idle, so timing is quiet anyway).
+  std::vector<std::string> all;
+  for (const auto& it : items) all.push_back(it.source);
+  precompile(all);
+  std::vector<EvalResult> out(items.size());
+  std::map<std::string, std::vector<size_t>> by_task;
+  std::vector<std::string> order;
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (!by_task.count(items[i].task.name)) order.push_back(items[i].task.name);
+    by_task[items[i].task.name].push_back(i);
+  }
+  for (const auto& name : order) {
+    const auto& idx = by_task[name];
+    std::vector<std::string> srcs;
+    for (size_t i : idx) srcs.push_back(items[i].source);
+    auto rs = evaluate(items[idx[0]].task, srcs);
+    for (size_t j = 0; j < idx.size(); ++j) out[idx[j]] = std::move(rs[j]);
+  }
+  return out;
+}
+
 std::vector<EvalResult> Evaluator::evaluate(const TaskSpec& task, const std::vector<std::string>& sources) {
   Impl& im = *impl_;
   im.ensure_ready();
   const RewardConfig& cfg = im.cfg;
-  const bool hgemm = task.kind == "hgemm";
+  const TaskKindRules& rules = task_kind_rules(task);
   const bool gpu = im.backend == "gpu";
+  const std::string settings = settings_fingerprint();
   std::vector<EvalResult> out(sources.size());
   std::vector<Clock::time_point> t0(sources.size(), Clock::now());
 
@@ -248,7 +314,7 @@ std::vector<EvalResult> Evaluator::evaluate(const TaskSpec& task, const std::vec
     r.task = task.name;
     r.shape = task_shape(task);
     r.hash = im.pool->hash_of(sources[i]);
-    auto s = screen_source(sources[i], hgemm);
+    auto s = screen_source(sources[i], rules.forbids_delegation());
     if (!s.ok) {
       r.status = EvalStatus::screen_rejected;
       r.check = s.rule;
@@ -257,27 +323,40 @@ std::vector<EvalResult> Evaluator::evaluate(const TaskSpec& task, const std::vec
       screened.push_back(i);
     }
   }
-  // 2. Compile pool (below, pipelined with 4: candidates run as soon as they are compiled).
   std::vector<std::string> to_compile;
   for (size_t i : screened) to_compile.push_back(sources[i]);
-  // 3. Baselines: the reference is always timed beside each candidate; the others come from the
-  //    store when it has them for this (GPU, driver, shape, layout, mode), else are measured.
-  std::string reference = hgemm ? (gpu ? cfg.baseline : "torch") : "torch";
-  std::vector<std::string> ref_raw = hgemm && gpu ? raw_baselines_for(reference, task.layout)
-                                                  : std::vector<std::string>{"torch"};
+
+  // 2. Baselines. The reference is timed beside each candidate (interleaved, same mode), unless
+  //    reward.baseline_recheck_every > 0 and the store has it for this (device, shape, timing):
+  //    then it is re-timed beside a candidate every N-th evaluation of the shape, and a drift
+  //    beyond reward.baseline_drift is logged and the stored row replaced. Extras come from the
+  //    store when it has them, else the first candidate times them.
+  const std::string reference = rules.reference(cfg, gpu);
+  const std::vector<std::string> ref_raw = rules.raw(reference, task, gpu);
   std::vector<std::string> wanted;
   for (const auto& b : cfg.baselines) {
     if (b == "all") wanted = report_baseline_names();
     else wanted.push_back(b);
   }
+  const auto report = rules.report_names(gpu);
   std::set<std::string> extra_raw;
-  if (hgemm && gpu)
-    for (const auto& b : wanted)
-      for (const auto& rb : raw_baselines_for(b, task.layout)) extra_raw.insert(rb);
-  BaselineKey key{im.device, im.driver, task.m, task.n, task.k, task.layout, im.mode_key()};
-  std::map<std::string, BaselineRow> cached;
-  if (hgemm) cached = im.store->baselines(key);
-  std::vector<std::string> first_list = ref_raw;  // the first candidate also measures the extras
+  for (const auto& b : wanted)
+    if (std::find(report.begin(), report.end(), b) != report.end())
+      for (const auto& rb : rules.raw(b, task, gpu)) extra_raw.insert(rb);
+  BaselineKey key = rules.key(task, im.device, im.driver, im.timing_key());
+  std::map<std::string, BaselineRow> cached = im.store->baselines(key);
+  const std::string key_id = key.layout + "/" + std::to_string(key.m) + "x" + std::to_string(key.n) +
+                             "x" + std::to_string(key.k);
+  bool ref_stored = !cfg.refresh_baselines && cfg.baseline_recheck_every > 0;
+  for (const auto& rb : ref_raw) ref_stored = ref_stored && cached.count(rb) && cached[rb].stats.valid();
+  bool recheck = false;
+  if (ref_stored) {
+    int64_t& n = im.evals_since_check[key_id];
+    recheck = ++n >= cfg.baseline_recheck_every;
+    if (recheck) n = 0;
+  }
+  std::vector<std::string> beside = ref_stored && !recheck ? std::vector<std::string>{} : ref_raw;
+  std::vector<std::string> first_list = beside;  // the first timed candidate also measures these
   for (const auto& rb : extra_raw)
     if ((cfg.refresh_baselines || !cached.count(rb)) &&
         std::find(first_list.begin(), first_list.end(), rb) == first_list.end())
@@ -289,16 +368,14 @@ std::vector<EvalResult> Evaluator::evaluate(const TaskSpec& task, const std::vec
       if (it != cached.end() && it->second.algo >= 0) lt_algo[lay] = it->second.algo;
     }
 
-  // 4. Compile in the pool while the workers (one thread each) take compiled candidates from
-  //    a queue.
+  // 3. Compile in the pool while the workers (one thread each) take compiled candidates from
+  //    a queue; a worker's timing stops the pool's compilers (quiet windows).
   std::vector<std::map<std::string, nlohmann::json>> raw(sources.size());
   std::mutex qmu;
   std::condition_variable qcv;
   std::deque<std::pair<size_t, fs::path>> queue;
   bool compiling = true;
-  // Extra baselines ride along until one candidate has had them timed (a failing candidate
-  // never reaches timing).
-  std::atomic<bool> extras_done{first_list.size() == ref_raw.size()};
+  std::atomic<bool> extras_done{first_list.size() == beside.size()};
   auto on_compiled = [&](size_t j, const CompileOutcome& c) {
     EvalResult& r = out[screened[j]];
     r.compile_log = c.log;
@@ -332,11 +409,13 @@ std::vector<EvalResult> Evaluator::evaluate(const TaskSpec& task, const std::vec
                             {"task", task_to_json(task)},
                             {"seeds", cfg.seeds},
                             {"slack", cfg.deviation_slack},
-                            {"mode", cfg.mode},
+                            {"timing", cfg.timing},
                             {"l2", cfg.l2},
                             {"warmup", cfg.warmup},
                             {"min_rounds", cfg.min_rounds},
                             {"max_rounds", cfg.max_rounds},
+                            {"graph_calls", cfg.graph_calls},
+                            {"verify_rounds", cfg.verify_rounds},
                             {"budget_ms", cfg.timing_budget_ms},
                             {"gap_us", cfg.server_gap_us},
                             {"call_timeout_s", cfg.call_timeout_s},
@@ -346,7 +425,7 @@ std::vector<EvalResult> Evaluator::evaluate(const TaskSpec& task, const std::vec
         std::lock_guard<std::mutex> lock(seed_mu);
         req["seed_base"] = im.seeds() >> 1;  // fresh inputs for every evaluation
       }
-      req["baselines"] = extras_done.load() ? ref_raw : first_list;
+      req["baselines"] = extras_done.load() ? beside : first_list;
       nlohmann::json res;
       try {
         res = im.workers[w]->evaluate(req);
@@ -390,7 +469,8 @@ std::vector<EvalResult> Evaluator::evaluate(const TaskSpec& task, const std::vec
   qcv.notify_all();
   for (auto& t : threads) t.join();
 
-  // 5. Baseline table of this shape: fresh measurements win over the cache; cache them.
+  // 4. Baseline table of this shape: fresh measurements win over the store (and go into it);
+  //    a re-checked reference that drifted is logged.
   std::map<std::string, BaselineRow> table = cached;
   std::set<std::string> fresh;
   for (const auto& m : raw)
@@ -401,34 +481,37 @@ std::vector<EvalResult> Evaluator::evaluate(const TaskSpec& task, const std::vec
       row.algo = j.value("algo", int64_t{-1});
       row.max_abs_dev = j.value("max_abs_dev", 0.0);
       if (!row.stats.valid()) continue;
+      auto old = cached.find(name);
+      if (recheck && old != cached.end() && old->second.stats.valid()) {
+        double drift = row.stats.median_us / old->second.stats.median_us - 1;
+        if (std::abs(drift) > cfg.baseline_drift)
+          KRL_LOG(warn) << "evaluator: baseline " << name << " at " << task.name << " drifted "
+                        << drift * 100 << "% (" << old->second.stats.median_us << " -> "
+                        << row.stats.median_us << " us, " << cfg.timing << "): re-measured";
+      }
       table[name] = row;
       fresh.insert(name);
-      if (hgemm) im.store->put_baseline(key, name, row);
+      im.store->put_baseline(key, name, row);
     }
   std::map<std::string, TimingStats> table_stats;
   for (const auto& [name, row] : table) table_stats[name] = row.stats;
 
-  // 6. Reward and store.
+  // 5. Reward and store.
   for (size_t i = 0; i < sources.size(); ++i) {
     EvalResult& r = out[i];
     // This candidate's own interleaved measurements first, the shape's table for the rest.
     std::map<std::string, TimingStats> mine = table_stats;
     for (const auto& [name, j] : raw[i]) mine[name] = timing_from_json(j);
-    if (hgemm && gpu) {
-      for (const auto& name : report_baseline_names()) {
-        TimingStats s;
-        if (pick(mine, raw_baselines_for(name, task.layout), s)) r.baselines[name] = s;
-      }
-    } else if (mine.count("torch")) {
-      r.baselines["torch"] = mine["torch"];
+    for (const auto& name : report) {
+      TimingStats st;
+      if (pick(mine, rules.raw(name, task, gpu), st)) r.baselines[name] = st;
     }
     r.reference = reference;
     if (r.passed()) {
       TimingStats ref_stats;
-      bool have_ref = false;
       std::map<std::string, TimingStats> own;
       for (const auto& [name, j] : raw[i]) own[name] = timing_from_json(j);
-      have_ref = pick(own, ref_raw, ref_stats);
+      bool have_ref = pick(own, ref_raw, ref_stats) || (ref_stored && pick(table_stats, ref_raw, ref_stats));
       if (!have_ref || !r.cand.valid()) {
         r.status = EvalStatus::internal_error;
         r.check = "no_reference_timing";
@@ -438,7 +521,8 @@ std::vector<EvalResult> Evaluator::evaluate(const TaskSpec& task, const std::vec
         r.speedup = r.t_ref_us / r.cand.median_us;
         r.reward = compute_reward(cfg, {{r.t_ref_us, r.cand.median_us, r.max_abs_dev}}, sources[i],
                                   &r.reward_reason);
-        r.reward_reason += " [t_ref: " + reference + (hgemm && !gpu ? " (host backend)" : "") + "]";
+        r.reward_reason += " [t_ref: " + reference + (rules.forbids_delegation() && !gpu ? " (host backend)" : "") +
+                           ", " + cfg.timing + " time" + (own.count(ref_raw[0]) ? "" : ", stored") + "]";
       }
     }
     if (!r.passed()) {
@@ -447,9 +531,10 @@ std::vector<EvalResult> Evaluator::evaluate(const TaskSpec& task, const std::vec
                         status_name(r.status) + (r.check.empty() ? "" : " (" + r.check + ")");
     }
     r.metrics["backend"] = im.backend;
+    r.metrics["settings"] = settings;
     r.eval_s = std::chrono::duration<double>(Clock::now() - t0[i]).count();
     try {
-      im.store->add_result(r, sources[i], im.backend, im.device, im.mode_key());
+      im.store->add_result(r, sources[i], im.backend, im.device, im.timing_key(), settings);
     } catch (const std::exception& e) {
       KRL_LOG(warn) << "results store: " << e.what();
     }

@@ -12,6 +12,7 @@
 
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,12 @@
 #include "reward/reward_config.h"
 
 namespace kernelrl {
+
+// One candidate of a batch: a source for a task.
+struct EvalItem {
+  TaskSpec task;
+  std::string source;
+};
 
 class Evaluator {
  public:
@@ -33,6 +40,15 @@ class Evaluator {
   // order, each also stored. A failing candidate is a result with failed_reward, never a throw.
   std::vector<EvalResult> evaluate(const TaskSpec& task, const std::vector<std::string>& sources);
   EvalResult evaluate_one(const TaskSpec& task, const std::string& source);
+  // A whole batch across tasks (an RL step's candidates): every source compiled in parallel
+  // first, then each task's candidates checked and timed; results in input order.
+  std::vector<EvalResult> evaluate_batch(const std::vector<EvalItem>& items);
+  // The stored result of `source` on `task` under the current settings (device, backend and
+  // settings_fingerprint()), if any: changing any reward setting misses.
+  std::optional<EvalResult> cached_result(const TaskSpec& task, const std::string& source);
+  // Hash of the resolved settings that determine a result (timing, l2, baseline, α, β, clips,
+  // check settings), part of the results store's cache key.
+  std::string settings_fingerprint() const;
   // Compiles `sources` into the compile cache (in parallel) without running them; returns how
   // many compiled. For callers that evaluate many small batches (one per task): a later
   // evaluate() of the same sources only loads them.

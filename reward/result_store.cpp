@@ -83,6 +83,14 @@ ResultStore::ResultStore(const std::filesystem::path& path) : path_(path) {
   exec("PRAGMA journal_mode=WAL;");
   exec("PRAGMA synchronous=NORMAL;");
   exec(kSchema);
+  // Stores written before the settings fingerprint existed get the column (their rows never
+  // match a fingerprint, so they are never reused).
+  bool has_settings = false;
+  {
+    Stmt s(db_, "PRAGMA table_info(candidates)");
+    while (s.step()) has_settings = has_settings || s.text(1) == "settings";
+  }
+  if (!has_settings) exec("ALTER TABLE candidates ADD COLUMN settings TEXT;");
 }
 
 ResultStore::~ResultStore() {
@@ -100,7 +108,7 @@ void ResultStore::exec(const std::string& sql) {
 
 void ResultStore::add_result(const EvalResult& r, const std::string& source,
                              const std::string& backend, const std::string& gpu,
-                             const std::string& mode) {
+                             const std::string& mode, const std::string& settings) {
   std::lock_guard<std::mutex> lock(mu_);
   nlohmann::json times = {{"candidate", to_json(r.cand)}};
   for (const auto& [k, v] : r.baselines) times["baselines"][k] = to_json(v);
@@ -109,14 +117,15 @@ void ResultStore::add_result(const EvalResult& r, const std::string& source,
     Stmt s(db_,
            "INSERT INTO candidates (hash, task, shape, backend, gpu, mode, source, status, "
            "check_name, reason, reward, reward_reason, speedup, reference, t_ref_us, t_cand_us, "
-           "times_json, max_abs_dev, dev_bound, compile_log, metrics_json, result_json) VALUES "
-           "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+           "times_json, max_abs_dev, dev_bound, compile_log, metrics_json, result_json, settings) "
+           "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
     s.bind(1, r.hash).bind(2, r.task).bind(3, r.shape).bind(4, backend).bind(5, gpu).bind(6, mode)
         .bind(7, source).bind(8, std::string(status_name(r.status))).bind(9, r.check)
         .bind(10, r.reason).bind(11, r.reward).bind(12, r.reward_reason).bind(13, r.speedup)
         .bind(14, r.reference).bind(15, r.t_ref_us).bind(16, r.cand.median_us)
         .bind(17, times.dump()).bind(18, r.max_abs_dev).bind(19, r.dev_bound)
-        .bind(20, r.compile_log).bind(21, r.metrics.dump()).bind(22, to_json(r).dump());
+        .bind(20, r.compile_log).bind(21, r.metrics.dump()).bind(22, to_json(r).dump())
+        .bind(23, settings);
     s.step();
     int64_t id = sqlite3_last_insert_rowid(db_);
     if (r.passed() && r.speedup > 0) {
@@ -141,12 +150,13 @@ void ResultStore::add_result(const EvalResult& r, const std::string& source,
 
 std::optional<EvalResult> ResultStore::find_result(const std::string& hash, const std::string& task,
                                                    const std::string& backend,
-                                                   const std::string& gpu) {
+                                                   const std::string& gpu,
+                                                   const std::string& settings) {
   std::lock_guard<std::mutex> lock(mu_);
   Stmt s(db_,
          "SELECT result_json FROM candidates WHERE hash=? AND task=? AND backend=? AND gpu=? "
-         "ORDER BY id DESC LIMIT 1");
-  s.bind(1, hash).bind(2, task).bind(3, backend).bind(4, gpu);
+         "AND settings=? ORDER BY id DESC LIMIT 1");
+  s.bind(1, hash).bind(2, task).bind(3, backend).bind(4, gpu).bind(5, settings);
   if (!s.step()) return std::nullopt;
   return result_from_json(nlohmann::json::parse(s.text(0)));
 }

@@ -1,6 +1,7 @@
 // The results store: one SQLite file (WAL, so concurrent readers are fine and a crash loses at
-// most the last transaction) with a row per evaluated candidate, the baseline cache keyed by
-// (GPU, driver, shape, layout, mode) and the best kernel per task. Also the query the rollout's
+// most the last transaction) with a row per evaluated candidate (keyed for reuse by source hash,
+// task, backend, GPU and the reward settings' fingerprint), the baseline cache keyed by (GPU,
+// driver, shape, layout, timing settings) and the best kernel per task. Also the query the rollout's
 // contrastive exemplar store reads: a task's passing candidates with their scores.
 #pragma once
 
@@ -46,11 +47,14 @@ class ResultStore {
   const std::filesystem::path& path() const { return path_; }
 
   // One row per evaluation; updates the task's best kernel when this one passed and is faster.
+  // `mode`: the timing key (e.g. "device/cold/g20"); `settings`: the evaluator's settings
+  // fingerprint, the cache key's last part.
   void add_result(const EvalResult& r, const std::string& source, const std::string& backend,
-                  const std::string& gpu, const std::string& mode);
-  // Latest stored result of (hash, task, backend, gpu), if any.
+                  const std::string& gpu, const std::string& mode, const std::string& settings);
+  // Latest stored result of (hash, task, backend, gpu, settings), if any.
   std::optional<EvalResult> find_result(const std::string& hash, const std::string& task,
-                                        const std::string& backend, const std::string& gpu);
+                                        const std::string& backend, const std::string& gpu,
+                                        const std::string& settings);
 
   std::map<std::string, BaselineRow> baselines(const BaselineKey& key);
   void put_baseline(const BaselineKey& key, const std::string& name, const BaselineRow& row);

@@ -19,7 +19,13 @@ struct RewardConfig {
   std::string length_measure = "kchars";  // L(code): kchars (characters/1000) | klines | ktokens
   double failed_reward = -1.0;      // reward of a candidate that fails to compile or check
   double speedup_clip = 10.0;       // speedups above this are clipped (reward-hacking guard)
-  std::string mode = "offline";     // offline (back-to-back) | server (idle gaps)
+  // What a time means. device: each contender's call captured graph_calls times back-to-back in
+  // a CUDA graph and replayed (the kernel's device time, what a caller that uses graphs sees);
+  // call: events around each eager call (the host's cost of issuing it included); server: call
+  // with idle gaps before each call. device mode also reports call times beside device times.
+  std::string timing = "device";
+  int64_t graph_calls = 20;         // device mode: back-to-back calls captured per graph (>= 20)
+  int64_t verify_rounds = 2;        // device mode: replays whose outputs are poisoned and checked
   std::string store = "";           // SQLite results store; "" = <run_dir>/results.sqlite
   // ---- checking ----
   int64_t seeds = 3;                // correctness seeds (each: {0,1}, normal, perturbed trials)
@@ -33,11 +39,21 @@ struct RewardConfig {
   double server_gap_us = 200;       // server mode: mean of the exponential idle gap before a call
   std::vector<std::string> baselines = {};  // extra baselines to report besides `baseline`; [all]
   bool refresh_baselines = false;   // re-measure baselines even when the store has them
+  // Stored baselines are re-timed beside a candidate every this many evaluations of a shape;
+  // a drift above baseline_drift is logged and the stored row replaced. 0 = time the reference
+  // beside every candidate (interleaved in the same rounds).
+  int64_t baseline_recheck_every = 0;
+  double baseline_drift = 0.03;     // relative drift of a re-checked baseline that is re-measured
+  bool quiet = true;                // stop compile jobs while a worker times (quiet cores)
   // ---- compile and isolation ----
   int64_t compile_jobs = 0;         // parallel compiler processes; 0 = number of cores
   double compile_timeout_s = 120;   // per candidate
   double call_timeout_s = 20;       // a candidate call (or silent worker) longer than this = hang
   std::string cache_dir = "";       // compile cache; "" = $XDG_CACHE_HOME/kernelrl or ~/.cache/kernelrl
+  // Extra include directories for candidates (-I). "" entries are dropped; the default [auto]
+  // is the CUTLASS/CuTe headers of the nvidia-cutlass wheel in the project's .venv (or
+  // $KERNELRL_CUTLASS_INCLUDE) when found.
+  std::vector<std::string> include_dirs = {"auto"};
   int64_t workers = 1;              // worker processes (one per GPU, GPUs 0..workers-1)
   // ---- optional extras for kept candidates ----
   bool ncu = false;                 // ncu --clock-control none metrics for passing candidates
@@ -54,7 +70,12 @@ struct RewardConfig {
             {"kchars", "klines", "ktokens"});
     v.field("failed_reward", failed_reward, "reward of a failed candidate");
     v.field("speedup_clip", speedup_clip, "clip speedups above this", cfg::greater_than(0));
-    v.field("mode", mode, "offline | server", {"offline", "server"});
+    v.field("timing", timing, "device (CUDA-graph replay) | call (events per call) | server",
+            {"device", "call", "server"});
+    v.field("graph_calls", graph_calls, "device timing: calls captured per graph",
+            cfg::in_closed(20, 1000));
+    v.field("verify_rounds", verify_rounds, "device timing: replays whose outputs are checked",
+            cfg::in_closed(1, 1000));
     v.field("store", store, "SQLite results store path; empty = <run_dir>/results.sqlite");
     v.field("seeds", seeds, "correctness seeds per candidate", cfg::in_closed(1, 100));
     v.field("deviation_slack", deviation_slack,
@@ -72,6 +93,12 @@ struct RewardConfig {
             {"all", "torch", "cublas-nn", "cublas-tn", "cublas-max", "lt-heuristic",
              "lt-heuristic-max", "lt-auto", "lt-auto-max"});
     v.field("refresh_baselines", refresh_baselines, "re-measure baselines even if stored");
+    v.field("baseline_recheck_every", baseline_recheck_every,
+            "re-time stored baselines every N evaluations of a shape; 0 = time beside each",
+            cfg::in_closed(0, 1000000));
+    v.field("baseline_drift", baseline_drift, "re-measure a baseline that drifted more than this",
+            cfg::in_closed(0, 1));
+    v.field("quiet", quiet, "stop compile jobs while a worker times");
     v.field("compile_jobs", compile_jobs, "parallel compiler processes; 0 = cores",
             cfg::in_closed(0, 1024));
     v.field("compile_timeout_s", compile_timeout_s, "compile timeout per candidate (s)",
@@ -79,6 +106,7 @@ struct RewardConfig {
     v.field("call_timeout_s", call_timeout_s, "a call longer than this is a hang (s)",
             cfg::greater_than(0));
     v.field("cache_dir", cache_dir, "compile cache dir; empty = ~/.cache/kernelrl");
+    v.field("include_dirs", include_dirs, "extra -I dirs for candidates; auto = CUTLASS headers");
     v.field("workers", workers, "worker processes, one per GPU", cfg::in_closed(1, 64));
     v.field("ncu", ncu, "collect ncu metrics for passing candidates");
     v.field("sanitizer", sanitizer, "compute-sanitizer memcheck for passing candidates");

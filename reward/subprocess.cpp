@@ -10,6 +10,9 @@
 
 #include <cerrno>
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <set>
 #include <cstring>
 #include <stdexcept>
 #include <thread>
@@ -73,7 +76,50 @@ void kill_group(pid_t pid) {
   }
 }
 
+// The quiet-window state: depth of open windows, the stopped time so far, pausable groups.
+struct Quiet {
+  std::mutex mu;
+  std::condition_variable cv;
+  int depth = 0;
+  Clock::time_point since;
+  double paused_s = 0;
+  std::set<pid_t> groups;
+  double paused_now() {  // under mu
+    return paused_s + (depth > 0 ? std::chrono::duration<double>(Clock::now() - since).count() : 0);
+  }
+};
+Quiet& quiet() {
+  static Quiet q;
+  return q;
+}
+
 }  // namespace
+
+void quiet_begin() {
+  Quiet& q = quiet();
+  std::lock_guard<std::mutex> lock(q.mu);
+  if (q.depth++ == 0) {
+    q.since = Clock::now();
+    for (pid_t g : q.groups) ::kill(-g, SIGSTOP);
+  }
+}
+
+void quiet_end() {
+  Quiet& q = quiet();
+  std::lock_guard<std::mutex> lock(q.mu);
+  if (q.depth == 0) return;
+  if (--q.depth == 0) {
+    q.paused_s += std::chrono::duration<double>(Clock::now() - q.since).count();
+    for (pid_t g : q.groups) ::kill(-g, SIGCONT);
+    q.cv.notify_all();
+  }
+}
+
+double quiet_seconds_total() {
+  Quiet& q = quiet();
+  std::lock_guard<std::mutex> lock(q.mu);
+  return q.paused_now();
+}
 
 std::string describe_wait_status(int status) {
   if (WIFSIGNALED(status)) {
@@ -86,8 +132,16 @@ std::string describe_wait_status(int status) {
 }
 
 RunResult run_process(const std::vector<std::string>& argv, double timeout_s,
-                      const std::vector<std::string>& extra_env) {
+                      const std::vector<std::string>& extra_env, bool pausable) {
   RunResult r;
+  Quiet& q = quiet();
+  std::unique_lock<std::mutex> qlock(q.mu, std::defer_lock);
+  double paused_at_start = 0;
+  if (pausable) {  // start outside quiet windows, registered before the lock is released
+    qlock.lock();
+    q.cv.wait(qlock, [&] { return q.depth == 0; });
+    paused_at_start = q.paused_now();
+  }
   auto t0 = Clock::now();
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error("pipe failed");
@@ -107,11 +161,20 @@ RunResult run_process(const std::vector<std::string>& argv, double timeout_s,
   }
   posix_spawn_file_actions_destroy(&fa);
   ::close(fds[1]);
-  auto deadline = t0 + std::chrono::duration<double>(timeout_s);
+  if (pausable) {
+    q.groups.insert(pid);
+    qlock.unlock();
+  }
+  // Time the child was stopped by quiet windows does not count against its timeout.
+  auto stopped_s = [&] {
+    if (!pausable) return 0.0;
+    std::lock_guard<std::mutex> lock(q.mu);
+    return q.paused_now() - paused_at_start;
+  };
   char buf[4096];
   bool eof = false;
   while (!eof) {
-    double left = std::chrono::duration<double>(deadline - Clock::now()).count();
+    double left = timeout_s + stopped_s() - std::chrono::duration<double>(Clock::now() - t0).count();
     if (left <= 0) {
       r.timed_out = true;
       break;
@@ -129,6 +192,10 @@ RunResult run_process(const std::vector<std::string>& argv, double timeout_s,
   }
   ::close(fds[0]);
   int status = 0;
+  if (pausable) {
+    std::lock_guard<std::mutex> lock(q.mu);
+    q.groups.erase(pid);
+  }
   if (r.timed_out) kill_group(pid);
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }

@@ -20,8 +20,18 @@ struct RunResult {
 };
 
 // Runs argv[0] (searched in PATH) with a wall-clock limit; kills the process group on timeout.
+// A `pausable` child (the compile pool's) is stopped while a quiet window is open, starts only
+// outside one, and its timeout does not count the time it was stopped.
 RunResult run_process(const std::vector<std::string>& argv, double timeout_s,
-                      const std::vector<std::string>& extra_env = {});
+                      const std::vector<std::string>& extra_env = {}, bool pausable = false);
+
+// Quiet windows (timing never shares cores with compilation): between quiet_begin() and
+// quiet_end() every pausable child's process group is held with SIGSTOP and no new one starts;
+// quiet_end() continues them. Windows nest (several workers may time at once).
+void quiet_begin();
+void quiet_end();
+// Seconds pausable children have spent stopped so far (for tests and metrics).
+double quiet_seconds_total();
 
 // A child with its stdin/stdout connected to pipes; stderr goes to `stderr_path`.
 class ChildProcess {

@@ -110,6 +110,14 @@ nlohmann::json WorkerClient::evaluate(const nlohmann::json& request) {
     proc_.write_line(request.dump());
   }
   std::string line;
+  // The worker brackets its timing with quiet:begin/quiet:end ticks; the window closes on every
+  // way out of here (result, crash, hang), so compile jobs never stay stopped.
+  struct QuietScope {
+    bool open = false;
+    ~QuietScope() {
+      if (open) quiet_end();
+    }
+  } quiet_scope;
   for (;;) {
     auto st = proc_.read_line(line, silence_s_);
     if (st == ChildProcess::ReadStatus::timeout) {
@@ -135,7 +143,17 @@ nlohmann::json WorkerClient::evaluate(const nlohmann::json& request) {
     } catch (...) {
       continue;  // not ours
     }
-    if (j.contains("tick")) continue;
+    if (j.contains("tick")) {
+      const std::string tick = j["tick"].is_string() ? j["tick"].get<std::string>() : "";
+      if (tick == "quiet:begin" && quiet_ && !quiet_scope.open) {
+        quiet_begin();
+        quiet_scope.open = true;
+      } else if (tick == "quiet:end" && quiet_scope.open) {
+        quiet_end();
+        quiet_scope.open = false;
+      }
+      continue;
+    }
     if (j.contains("result")) {
       if (j.value("fatal", false)) proc_.reap(30);  // it exits by itself
       return j["result"];

@@ -28,6 +28,8 @@ class WorkerClient {
   // One eval request; a crash or hang becomes {"status": "crash"|"hang", ...}.
   nlohmann::json evaluate(const nlohmann::json& request);
   int restarts() const { return restarts_; }
+  // Hold the compile pool (quiet_begin/quiet_end) while the worker times (default on).
+  void set_quiet(bool on) { quiet_ = on; }
   void stop();
 
  private:
@@ -41,6 +43,7 @@ class WorkerClient {
   WorkerInfo info_;
   bool started_ = false;
   int restarts_ = 0;
+  bool quiet_ = true;
 };
 
 // The worker executable: $KERNELRL_EVAL_WORKER, else beside the running executable (or its

@@ -59,8 +59,7 @@ std::vector<Scored> evaluate_group(Evaluator& ev, const TaskSpec& task,
     }
     out[i].parsed = true;
     if (reuse) {
-      if (auto hit = ev.store().find_result(ev.hash_of(p.code), task.name, ev.backend(),
-                                            ev.device_name())) {
+      if (auto hit = ev.cached_result(task, p.code)) {
         (*results_out)[i] = *hit;
         continue;
       }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <cstddef>
 #include <memory>
 #include <stdexcept>
@@ -24,6 +25,12 @@ struct Fatal : std::runtime_error {
 
 // A recoverable launch failure (invalid configuration, too many resources, ...).
 struct LaunchFailure : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// The calls could not be recorded into a graph (a host sync, an allocation, work on another
+// stream, ... while capturing): the candidate is not capturable.
+struct CaptureFailure : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
@@ -49,6 +56,16 @@ class Backend {
   virtual void ensure_marks(size_t n) = 0;
   virtual void mark(size_t i) = 0;
   virtual double elapsed_us(size_t a, size_t b) = 0;
+
+  // Device timing. capture() records what `issue` launches on the stream into a graph (GPU: a
+  // CUDA graph in global capture mode, so any unsafe call anywhere invalidates it; host: the
+  // callable itself) and returns its id; replay(id) launches it on the stream. Throws
+  // CaptureFailure when the work cannot be captured.
+  virtual size_t capture(const std::function<void()>& issue) = 0;
+  virtual void replay(size_t graph) = 0;
+  virtual void clear_graphs() = 0;
+  // Untimed, on the stream: evicts the L2 (writes a buffer twice its size).
+  virtual void flush_l2() = 0;
 
   // Describes the device for the ready message.
   struct Info {

@@ -1,9 +1,14 @@
 // GPU backend: a non-blocking stream for the candidate, CUDA events for timing, the legacy-stream
 // gate (gate.cu) and the mapping of CUDA errors to named, sticky-or-not failures.
 #ifdef KERNELRL_HAVE_CUDA
+#include <ATen/cuda/CUDAGraph.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <atomic>
+#include <memory>
 #include <cctype>
 #include <thread>
 
@@ -57,6 +62,8 @@ class GpuBackend final : public Backend {
   }
   ~GpuBackend() override {
     *open_ = 1;
+    graphs_.clear();
+    if (flush_) cudaFree(flush_);
     for (auto e : events_) cudaEventDestroy(e);
     cudaStreamDestroy(stream_);
     cudaFreeHost(open_);
@@ -125,6 +132,50 @@ class GpuBackend final : public Backend {
     if (e != cudaSuccess) fatal(e, "reading events");
     return ms * 1000.0;
   }
+  // at::cuda::CUDAGraph rather than a bare stream capture: it gives LibTorch's allocator a
+  // private pool for the capture, so baselines that allocate (torch ops) stay memory-safe.
+  size_t capture(const std::function<void()>& issue) override {
+    c10::cuda::CUDAStreamGuard guard(c10::cuda::getStreamFromExternal(stream_, device_));
+    auto g = std::make_unique<at::cuda::CUDAGraph>();
+    try {
+      g->capture_begin({0, 0}, cudaStreamCaptureModeGlobal);
+    } catch (const std::exception& e) {
+      throw CaptureFailure(std::string("cannot begin a capture: ") + first_line(e.what()));
+    }
+    std::string err;
+    try {
+      issue();
+    } catch (const std::exception& e) {
+      err = e.what();
+    }
+    try {
+      g->capture_end();
+    } catch (const std::exception& e) {
+      if (err.empty()) err = e.what();
+    }
+    cudaGetLastError();  // an invalidated capture leaves a non-sticky error behind
+    if (!err.empty()) throw CaptureFailure(first_line(err));
+    graphs_.push_back(std::move(g));
+    return graphs_.size() - 1;
+  }
+  void replay(size_t graph) override {
+    c10::cuda::CUDAStreamGuard guard(c10::cuda::getStreamFromExternal(stream_, device_));
+    graphs_.at(graph)->replay();
+  }
+  void clear_graphs() override {
+    wait_stream(60);
+    graphs_.clear();
+  }
+  void flush_l2() override {
+    if (!flush_) {
+      cudaDeviceProp p{};
+      CUDA_CHECK(cudaGetDeviceProperties(&p, device_));
+      flush_bytes_ = 2 * static_cast<size_t>(std::max(p.l2CacheSize, 1 << 20));
+      CUDA_CHECK(cudaMalloc(&flush_, flush_bytes_));
+    }
+    cudaError_t e = cudaMemsetAsync(flush_, ++flush_value_, flush_bytes_, stream_);
+    if (e != cudaSuccess) fatal(e, "flushing the L2");
+  }
   Info info() override {
     Info i;
     cudaDeviceProp p{};
@@ -154,6 +205,15 @@ class GpuBackend final : public Backend {
   int* open_dev_ = nullptr;
   double clock_hz_ = 1e9;
   std::vector<cudaEvent_t> events_;
+  std::vector<std::unique_ptr<at::cuda::CUDAGraph>> graphs_;
+  void* flush_ = nullptr;
+  size_t flush_bytes_ = 0;
+  unsigned char flush_value_ = 0;
+
+  static std::string first_line(const std::string& s) {
+    auto nl = s.find('\n');
+    return nl == std::string::npos ? s : s.substr(0, nl);
+  }
 };
 
 }  // namespace

@@ -1,5 +1,7 @@
 // Host backend: the candidate runs on the CPU; stream is null, marks are steady-clock stamps.
 #include <cstring>
+#include <functional>
+#include <vector>
 
 #include "reward/worker/backend.h"
 
@@ -24,6 +26,17 @@ class HostBackend final : public Backend {
   double elapsed_us(size_t a, size_t b) override {
     return std::chrono::duration<double, std::micro>(marks_[b] - marks_[a]).count();
   }
+  size_t capture(const std::function<void()>& issue) override {
+    graphs_.push_back(issue);
+    return graphs_.size() - 1;
+  }
+  void replay(size_t graph) override { graphs_.at(graph)(); }
+  void clear_graphs() override { graphs_.clear(); }
+  void flush_l2() override {
+    // The host's last-level cache: write a buffer larger than a typical one.
+    if (flush_.empty()) flush_.resize(16u << 20);
+    std::memset(flush_.data(), ++flush_value_, flush_.size());
+  }
   Info info() override {
     Info i;
     i.backend = "host";
@@ -36,6 +49,9 @@ class HostBackend final : public Backend {
 
  private:
   std::vector<std::chrono::steady_clock::time_point> marks_;
+  std::vector<std::function<void()>> graphs_;
+  std::vector<unsigned char> flush_;
+  unsigned char flush_value_ = 0;
 };
 
 }  // namespace

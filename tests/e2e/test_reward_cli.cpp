@@ -48,7 +48,7 @@ TEST(RewardCli, BenchWritesCsvWithSummaryAndResumes) {
   auto r = testing::run_kernelrl(cmd);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   std::string csv = testing::read_text(dir / "out.csv");
-  EXPECT_NE(csv.find("M,N,K,status,check,t_cand_us,cv,torch_us,speedup_torch,reward"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("M,N,K,status,check,t_cand_us,cv,t_cand_call_us,torch_us,torch_call_us,speedup_torch,reward"), std::string::npos) << csv;
   EXPECT_NE(csv.find("16,24,64,ok"), std::string::npos) << csv;
   EXPECT_NE(csv.find("8,8,8,missing"), std::string::npos) << csv;
   EXPECT_NE(csv.find("\nmean,"), std::string::npos) << csv;

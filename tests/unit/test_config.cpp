@@ -76,8 +76,8 @@ TEST(Config, OutOfRangeNamesKeyAndRange) {
 }
 
 TEST(Config, BadChoiceListsAllowedValues) {
-  EXPECT_EQ(error_of("reward: {mode: turbo}"),
-            "reward.mode: expected one of offline, server, got \"turbo\"");
+  EXPECT_EQ(error_of("reward: {timing: turbo}"),
+            "reward.timing: expected one of device, call, server, got \"turbo\"");
 }
 
 TEST(Config, UnknownKeyNamesPathAndSuggests) {

@@ -62,7 +62,7 @@ TEST(RewardHost, CorrectKernelPassesScoresAndIsStored) {
   EXPECT_EQ(ok[0].source, src);
   ASSERT_TRUE(ev.store().best(task.name).has_value());
   // The reference baseline is cached per (GPU, driver, shape, layout, mode).
-  auto cached = ev.store().baselines({"host", "host", 32, 40, 512, "nn", "offline/cold"});
+  auto cached = ev.store().baselines({"host", "host", 32, 40, 512, "nn", "device/cold/g20"});
   ASSERT_TRUE(cached.count("torch"));
   EXPECT_GT(cached["torch"].stats.median_us, 0);
   // The same source again hits the compile cache.

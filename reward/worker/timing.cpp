@@ -1,0 +1,139 @@
+#include "reward/worker/timing.h"
+
+#include <algorithm>
+#include <chrono>
+#include <numeric>
+#include <set>
+#include <thread>
+
+namespace kernelrl::worker {
+
+namespace {
+
+std::vector<size_t> unique_sets(const std::vector<size_t>& sets) {
+  std::set<size_t> u(sets.begin(), sets.end());
+  return {u.begin(), u.end()};
+}
+
+}  // namespace
+
+TimingOutcome time_contenders(Backend& be, std::vector<Contender> cs, const TimingPlan& plan,
+                              const TimingHooks& hooks, std::mt19937_64& rng, const Tick& tick) {
+  TimingOutcome out;
+  const bool device = plan.mode == "device";
+  const size_t n_sets = std::max<size_t>(1, plan.n_sets);
+  size_t rot = 0;
+  auto next_set = [&] { return rot++ % n_sets; };
+  // Untimed, before a timed unit: fresh values, then (cold) an L2 flush.
+  auto prepare = [&](const std::vector<size_t>& sets) {
+    if (hooks.refresh) hooks.refresh(sets);
+    if (plan.cold_l2) be.flush_l2();
+  };
+
+  // Warm-up (module load, library heuristics, allocator caches) before any capture.
+  for (auto& c : cs) {
+    for (int w = 0; w < plan.warmup; ++w) c.call(next_set());
+    be.wait_stream(plan.timeout_s * std::max(1, plan.warmup));
+  }
+  tick("warm-up done");
+
+  // Device mode: one graph per contender, call i on set i mod n_sets.
+  std::vector<size_t> graph_sets, graph_unique;
+  std::vector<size_t> graph_of(cs.size(), 0);
+  if (device) {
+    for (int i = 0; i < plan.graph_calls; ++i) graph_sets.push_back(static_cast<size_t>(i) % n_sets);
+    graph_unique = unique_sets(graph_sets);
+    std::vector<Contender> kept;
+    for (size_t c = 0; c < cs.size(); ++c) {
+      try {
+        // By value: the host backend keeps the callable and replays it later.
+        graph_of[kept.size()] = be.capture([call = cs[c].call, sets = graph_sets] {
+          for (size_t s : sets) call(s);
+        });
+        kept.push_back(cs[c]);
+      } catch (const CaptureFailure& e) {
+        if (c == 0 && plan.candidate_first) throw;  // a verdict for the harness
+        out.dropped.push_back(cs[c].name + ": " + e.what());
+      }
+    }
+    cs = std::move(kept);
+    graph_of.resize(cs.size());
+    for (size_t c = 0; c < cs.size(); ++c) be.replay(graph_of[c]);  // first replay uploads
+    be.wait_stream(plan.timeout_s * plan.graph_calls * cs.size());
+    tick("captured " + std::to_string(cs.size()) + " graphs");
+  }
+
+  // One timed unit of contender c: a replay (device) or one call (call/server); returns µs
+  // per call.
+  auto timed_unit = [&](size_t c, bool verify) -> double {
+    if (device) {
+      prepare(graph_unique);
+      if (verify && hooks.poison) hooks.poison(c, graph_unique);
+      if (verify && plan.cold_l2) be.flush_l2();
+      be.mark(0);
+      be.replay(graph_of[c]);
+      be.mark(1);
+      be.wait_stream(plan.timeout_s * plan.graph_calls);
+      if (verify && hooks.verify) hooks.verify(c, graph_unique);
+      return be.elapsed_us(0, 1) / plan.graph_calls;
+    }
+    size_t s = next_set();
+    prepare({s});
+    be.wait_stream(plan.timeout_s);  // the device idles: the call's issue cost is in the time
+    if (plan.mode == "server" && plan.gap_us > 0) {
+      std::exponential_distribution<double> gap(1.0 / plan.gap_us);
+      std::this_thread::sleep_for(std::chrono::duration<double, std::micro>(gap(rng)));
+    }
+    be.mark(0);
+    cs[c].call(s);
+    be.mark(1);
+    be.wait_stream(plan.timeout_s);
+    return be.elapsed_us(0, 1);
+  };
+  // Device mode's companion: one eager call, the device idle when it is issued.
+  auto eager_call = [&](size_t c) {
+    size_t s = next_set();
+    prepare({s});
+    be.wait_stream(plan.timeout_s);
+    be.mark(0);
+    cs[c].call(s);
+    be.mark(1);
+    be.wait_stream(plan.timeout_s);
+    return be.elapsed_us(0, 1);
+  };
+
+  be.ensure_marks(2);
+  // Size the rounds from one unit of the slowest contender.
+  double slowest_us = 1;
+  for (size_t c = 0; c < cs.size(); ++c)
+    slowest_us = std::max(slowest_us, timed_unit(c, false) * (device ? plan.graph_calls : 1));
+  int rounds = std::clamp(static_cast<int>(plan.budget_ms * 1000 / slowest_us), plan.min_rounds,
+                          plan.max_rounds);
+  const int verify_every = std::max(1, rounds / std::max(1, plan.verify_rounds));
+  int verified = 0;
+
+  out.times.assign(cs.size(), {});
+  for (size_t c = 0; c < cs.size(); ++c) out.times[c].name = cs[c].name;
+  std::vector<size_t> order(cs.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  for (int r = 0; r < rounds; ++r) {
+    std::shuffle(order.begin(), order.end(), rng);  // interleaved, random order each round
+    const bool verify_round = device && r % verify_every == 0 && verified < plan.verify_rounds;
+    for (size_t c : order) {
+      out.times[c].samples_us.push_back(timed_unit(c, verify_round && c == 0 && plan.candidate_first));
+      if (device) out.times[c].call_us.push_back(eager_call(c));
+    }
+    if (verify_round) ++verified;
+    tick("round " + std::to_string(r + 1) + "/" + std::to_string(rounds));  // also the heartbeat
+  }
+  if (device) be.clear_graphs();
+  out.rounds = rounds;
+  out.metrics = {{"timing", plan.mode},       {"rounds", rounds},
+                 {"l2", plan.cold_l2 ? "cold" : "hot"}, {"input_sets", n_sets},
+                 {"graph_calls", device ? plan.graph_calls : 0},
+                 {"verified_replays", verified}};
+  if (!out.dropped.empty()) out.metrics["dropped_baselines"] = out.dropped;
+  return out;
+}
+
+}  // namespace kernelrl::worker

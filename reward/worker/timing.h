@@ -1,0 +1,75 @@
+// The evaluator's one timing engine: every task kind hands it its contenders (the candidate and
+// the baselines, each a callable that issues one call on the backend's stream for an input set)
+// and gets per-contender samples back. It does not check answers: the harness poisons and
+// verifies the outputs of sampled device-mode replays through the hooks.
+//
+// Modes (RewardConfig.timing):
+//   device  each contender's call captured graph_calls times back-to-back into one graph, call i
+//           on input set i (distinct sets), replayed in interleaved rounds in random order; a
+//           sample is replay time / graph_calls: the kernels' device time, what a caller that
+//           launches from CUDA graphs sees. Each round also times one eager call per contender
+//           with events (its call time, reported beside).
+//   call    events around each eager call: includes the host's cost of issuing it.
+//   server  call, after an exponential idle gap (mean gap_us) with the device drained.
+// Every mode draws fresh input values (refresh hook) into the sets a timed call or replay will
+// read, untimed, before it; with cold L2 the L2 is then flushed (untimed), so no timed call finds
+// its operands in L2 and nothing keyed on input contents survives into timing.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "reward/worker/backend.h"
+
+namespace kernelrl::worker {
+
+struct Contender {
+  std::string name;
+  std::function<void(size_t set)> call;  // issues one call on the stream; no sync
+};
+
+struct TimingPlan {
+  std::string mode = "device";  // device | call | server
+  bool cold_l2 = true;
+  int warmup = 3, min_rounds = 5, max_rounds = 50;
+  int graph_calls = 20;         // device: calls per captured graph
+  int verify_rounds = 2;        // device: replays whose outputs are poisoned and verified
+  double budget_ms = 400, gap_us = 200, timeout_s = 20;
+  size_t n_sets = 1;            // input sets the contenders can be called on
+  bool candidate_first = true;  // contender 0 is the candidate (verified; capture failure throws)
+};
+
+struct TimingHooks {
+  // Fresh values into these input sets (untimed, on the stream).
+  std::function<void(const std::vector<size_t>& sets)> refresh;
+  // Device mode: poison the outputs of these sets before a verified replay of contender `c`,
+  // then check them after (throws the harness's check failure).
+  std::function<void(size_t c, const std::vector<size_t>& sets)> poison, verify;
+};
+
+struct ContenderTimes {
+  std::string name;
+  std::vector<double> samples_us;  // in the plan's mode
+  std::vector<double> call_us;     // device mode: eager per-call times from the same rounds
+};
+
+struct TimingOutcome {
+  std::vector<ContenderTimes> times;  // per timed contender, in input order (dropped ones left out)
+  std::vector<std::string> dropped;   // baselines that could not be captured ("name: why")
+  int rounds = 0;
+  nlohmann::json metrics = nlohmann::json::object();
+};
+
+using Tick = std::function<void(const std::string&)>;
+
+// With plan.candidate_first, contender 0 is the candidate: if it cannot be captured,
+// CaptureFailure propagates (the harness turns it into a verdict), and its sampled replays are
+// verified. Any other contender that cannot be captured is dropped and named.
+TimingOutcome time_contenders(Backend& be, std::vector<Contender> contenders, const TimingPlan& plan,
+                              const TimingHooks& hooks, std::mt19937_64& rng, const Tick& tick);
+
+}  // namespace kernelrl::worker
