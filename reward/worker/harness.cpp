@@ -358,14 +358,20 @@ struct Harness::Impl {
       for (size_t s : idx)
         for (auto& out : sets[s].outputs) poison(out);
     };
-    // A replay's outputs: every one written, and (first and last set) the right answer.
+    // A replay's outputs: every one written, and (first and last set) the right answer. Any
+    // failure here means the work differs under capture: one verdict, replay_mismatch.
     hooks.verify = [&](size_t, const std::vector<size_t>& idx) {
-      for (size_t j = 0; j < idx.size(); ++j) {
-        const Operands& s = sets[idx[j]];
-        check_written(s.outputs, "timed replay, set " + std::to_string(idx[j]));
-        if (j == 0 || j + 1 == idx.size())
-          kind->check(s.outputs, kind->reference(s.inputs), s.inputs, Draw::normal,
-                      "timed replay, set " + std::to_string(idx[j]), /*replay=*/true);
+      try {
+        for (size_t j = 0; j < idx.size(); ++j) {
+          const Operands& s = sets[idx[j]];
+          check_written(s.outputs, "timed replay, set " + std::to_string(idx[j]));
+          if (j == 0 || j + 1 == idx.size())
+            kind->check(s.outputs, kind->reference(s.inputs), s.inputs, Draw::normal,
+                        "timed replay, set " + std::to_string(idx[j]), /*replay=*/true);
+        }
+      } catch (const CheckFailure& f) {
+        fail("replay_mismatch", "a timed CUDA-graph replay did not produce the answer its eager "
+                                "calls did (" + f.check + ": " + f.reason + ")");
       }
     };
 

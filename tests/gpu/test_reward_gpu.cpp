@@ -1,8 +1,10 @@
-// The evaluator on the GPU: reference kernels pass; each adversarial fixture in
-// tests/data/kernels/gpu_*.cu is caught and named (fp16 accumulation, writing past C, leaving C
-// partly unwritten, modifying an input, caching by pointer and by value, launching on another
-// stream, shrinking K, a hang, an illegal address) and the worker recovers; the same kernel timed
-// twice agrees within 2% at the median. Skips where no GPU is visible.
+// The evaluator on the GPU: reference kernels pass in device timing (CUDA-graph replays, call
+// times beside); each adversarial fixture in tests/data/kernels/gpu_*.cu is caught and named
+// (fp16 accumulation, writing past C or the workspace, leaving C partly unwritten, modifying an
+// input, caching by pointer and by value, launching on another stream, shrinking K, skipping the
+// work under graph capture, not being capturable, a hang, an illegal address) and the worker
+// recovers; a CuTe-based candidate compiles with the CUTLASS headers and passes; the same kernel
+// timed twice agrees within 2% at the median. Skips where no GPU is visible.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -58,6 +60,9 @@ TEST(RewardGpu, ReferenceKernelsPassWithEveryBaseline) {
       EXPECT_EQ(r.reference, "lt-auto-max");
       EXPECT_LE(r.max_abs_dev, r.dev_bound);
       EXPECT_TRUE(r.metrics.contains("wall_check"));
+      EXPECT_EQ(r.cand.timing, "device");
+      EXPECT_GT(r.cand.call_median_us, 0);
+      EXPECT_GE(r.metrics.value("verified_replays", 0), 1);
     }
     for (const auto& name : report_baseline_names())
       EXPECT_TRUE(rs[0].baselines.count(name) && rs[0].baselines.at(name).valid()) << name;
@@ -83,6 +88,9 @@ TEST(RewardGpu, AdversarialKernelsAreCaughtAndNamed) {
       {"gpu_other_stream.cu", EvalStatus::wrong_answer, "escaped_stream"},
       {"gpu_shrink_k.cu", EvalStatus::wrong_answer, "integer_sum_mismatch"},
       {"gpu_hang.cu", EvalStatus::hang, "kernel_timeout"},
+      {"gpu_workspace_overrun.cu", EvalStatus::wrong_answer, "workspace_overrun"},
+      {"gpu_capture_aware.cu", EvalStatus::wrong_answer, "replay_mismatch"},
+      {"gpu_sync_in_launch.cu", EvalStatus::wrong_answer, "not_capturable"},
       {"gpu_illegal_address.cu", EvalStatus::cuda_error, "illegal_address"},
       {"gpu_naive.cu", EvalStatus::ok, ""},  // on the restarted worker
   };
@@ -116,6 +124,20 @@ TEST(RewardGpu, SameKernelTimedTwiceAgreesWithin2Percent) {
                 a.cand.median_us, b.cand.median_us, 100 * rel);
     EXPECT_LT(rel, 0.02) << s << "^3";
   }
+}
+
+// CUTLASS/CuTe for candidates: the evaluator's compile command carries the CUTLASS headers
+// (reward.include_dirs: auto = the pinned nvidia-cutlass wheel, or $KERNELRL_CUTLASS_INCLUDE).
+TEST(RewardGpu, CuteCandidateCompilesAndPasses) {
+  REQUIRE_CUDA();
+  testing::ScratchDir dir;
+  RewardConfig cfg = gpu_config(dir);
+  cfg.compile_timeout_s = 300;
+  Evaluator ev(cfg, dir / "results.sqlite");
+  auto r = ev.evaluate_one(hgemm_task(512, 768, 1024, "tn"), fixture("gpu_cute_hgemm_tn.cu"));
+  print("cute", r);
+  ASSERT_EQ(r.status, EvalStatus::ok) << r.check << ": " << r.reason << "\n" << r.compile_log;
+  EXPECT_LE(r.max_abs_dev, r.dev_bound);
 }
 
 TEST(RewardGpu, GeneralTaskAgainstTheLibTorchReference) {

@@ -85,6 +85,7 @@ TEST(RewardHost, AdversarialKernelsAreCaughtAndNamedAndTheWorkerRecovers) {
       {"host_crash.cpp", EvalStatus::crash, "signal"},
       {"host_unwritten.cpp", EvalStatus::wrong_answer, "unwritten_output"},
       {"host_write_past.cpp", EvalStatus::wrong_answer, "out_of_bounds_write"},
+      {"host_workspace_overrun.cpp", EvalStatus::wrong_answer, "workspace_overrun"},
       {"host_hang.cpp", EvalStatus::hang, "timeout"},
       {"host_modify_input.cpp", EvalStatus::wrong_answer, "input_modified"},
       {"host_shrink_k.cpp", EvalStatus::wrong_answer, "integer_sum_mismatch"},
