@@ -1,0 +1,149 @@
+// Measurement trust for the evaluator's device timing (issue 10): per shape, one mma.sync family
+// kernel evaluated twice in one run (the same kernel timed twice must agree), the device-mode
+// lt-auto baseline and every baseline's cv written out for comparison with the standalone timer
+// (bench_lt_graph.cu, which shares no code with the evaluator); then, at a few shapes, the
+// baselines re-measured while a second evaluator compiles a batch of sources in this process
+// (an RL stage's situation), once with quiet windows (compile jobs held while timing) and once
+// without.
+//
+//   bench_timing_trust --shapes 64,256,1024,4096 --out DIR [--busy-shapes 256,1024] [--busy-sources 48]
+// Writes DIR/trust.csv (shape, kernel runs, baselines) and DIR/busy.csv.
+#include <CLI/CLI.hpp>
+
+#include <atomic>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "common/fs.h"
+#include "data/families.h"
+#include "data/task_suite.h"
+#include "reward/evaluator.h"
+
+using namespace kernelrl;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::vector<int64_t> parse_list(const std::string& s) {
+  std::vector<int64_t> out;
+  std::stringstream in(s);
+  for (std::string t; std::getline(in, t, ',');)
+    if (!t.empty()) out.push_back(std::stoll(t));
+  return out;
+}
+
+// An mma.sync variant (128x256 tiles, double-buffered fragments) for layout nn, fp32 accumulation.
+std::string mma_kernel() {
+  std::string fallback;
+  for (const auto& v : hgemm_family_variants("hgemm_mma")) {
+    if (v.layout != "nn" || v.acc != "f32") continue;
+    std::map<std::string, int64_t> p(v.params.begin(), v.params.end());
+    if (fallback.empty() && p["DBUF"]) fallback = v.source;
+    if (p["DBUF"] && p["BM"] == 128 && p["BN"] == 256 && p["SPLITK"] <= 1) return v.source;
+  }
+  return fallback;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Evaluator device-timing trust benchmark"};
+  std::string shapes = "64,128,256,512,768,1024,1536,2048,3072,4096,8192,16384", out = "trust";
+  std::string busy_shapes = "256,1024";
+  std::string cache_dir;
+  int busy_sources = 48;
+  app.add_option("--shapes", shapes, "comma-separated cube sizes");
+  app.add_option("--busy-shapes", busy_shapes, "shapes re-measured beside a compile batch");
+  app.add_option("--busy-sources", busy_sources, "distinct sources compiled in the busy phase");
+  app.add_option("--out", out, "output directory");
+  app.add_option("--cache-dir", cache_dir, "compile cache");
+  CLI11_PARSE(app, argc, argv);
+  fs::create_directories(out);
+  const std::string kernel = mma_kernel();
+
+  RewardConfig cfg;
+  cfg.backend = "gpu";
+  cfg.baselines = {"all"};
+  cfg.seeds = 1;
+  cfg.max_rounds = 30;
+  cfg.timing_budget_ms = 2000;
+  cfg.refresh_baselines = true;
+  if (!cache_dir.empty()) cfg.cache_dir = cache_dir;
+  Evaluator ev(cfg, fs::path(out) / "trust.sqlite");
+  std::ostringstream csv;
+  csv << "M,N,K,status,run1_us,run2_us,repeat_diff_pct,run1_cv,lt_auto_us,lt_auto_cv,lt_auto_call_us";
+  for (const auto& b : report_baseline_names()) csv << "," << b << "_us," << b << "_cv";
+  csv << "\n";
+  std::printf("%-7s %10s %10s %8s %11s %8s %11s\n", "shape", "run1_us", "run2_us", "diff%", "lt-auto_us",
+              "lt_cv", "lt_call_us");
+  for (int64_t s : parse_list(shapes)) {
+    TaskSpec task = hgemm_task(s, s, s, "nn");
+    EvalResult a = ev.evaluate_one(task, kernel);
+    EvalResult b = ev.evaluate_one(task, kernel);
+    double diff = a.passed() && b.passed()
+                      ? 100 * std::fabs(a.cand.median_us - b.cand.median_us) / a.cand.median_us
+                      : NAN;
+    TimingStats lt = a.baselines.count("lt-auto") ? a.baselines.at("lt-auto") : TimingStats{};
+    csv << s << "," << s << "," << s << "," << status_name(a.status) << "," << a.cand.median_us << ","
+        << b.cand.median_us << "," << diff << "," << a.cand.cv << "," << lt.median_us << "," << lt.cv
+        << "," << lt.call_median_us;
+    for (const auto& name : report_baseline_names()) {
+      auto it = a.baselines.find(name);
+      csv << "," << (it != a.baselines.end() ? it->second.median_us : 0) << ","
+          << (it != a.baselines.end() ? it->second.cv : 0);
+    }
+    csv << "\n";
+    std::printf("%-7lld %10.2f %10.2f %8.2f %11.2f %8.4f %11.2f  %s %s\n", static_cast<long long>(s),
+                a.cand.median_us, b.cand.median_us, diff, lt.median_us, lt.cv, lt.call_median_us,
+                status_name(a.status), a.passed() ? "" : a.reason.c_str());
+    std::fflush(stdout);
+    atomic_write(fs::path(out) / "trust.csv", csv.str());
+  }
+
+  // Busy phase: a second evaluator in this process compiles distinct sources while the first
+  // re-measures baselines; quiet windows are process-wide, as in an RL stage.
+  std::ostringstream busy;
+  busy << "M,quiet,phase,lt_auto_us,lt_auto_cv,cublas_nn_us,compiles_done\n";
+  for (bool quiet : {true, false}) {
+    RewardConfig qc = cfg;
+    qc.quiet = quiet;
+    Evaluator timer(qc, fs::path(out) / ("busy-" + std::to_string(quiet) + ".sqlite"));
+    RewardConfig cc = cfg;
+    cc.cache_dir = (fs::path(out) / ("busy-cache-" + std::to_string(quiet))).string();  // cold cache
+    Evaluator compiler(cc, fs::path(out) / "busy-compile.sqlite");
+    compiler.backend();
+    for (int64_t s : parse_list(busy_shapes)) {
+      TaskSpec task = hgemm_task(s, s, s, "nn");
+      auto row = [&](const char* phase, const EvalResult& r, int done) {
+        auto lt = r.baselines.count("lt-auto") ? r.baselines.at("lt-auto") : TimingStats{};
+        auto nn = r.baselines.count("cublas-nn") ? r.baselines.at("cublas-nn") : TimingStats{};
+        busy << s << "," << quiet << "," << phase << "," << lt.median_us << "," << lt.cv << ","
+             << nn.median_us << "," << done << "\n";
+        std::printf("busy %lld quiet=%d %-6s lt-auto %.2f us (cv %.4f) cublas-nn %.2f us, %d compiled\n",
+                    static_cast<long long>(s), quiet, phase, lt.median_us, lt.cv, nn.median_us, done);
+        std::fflush(stdout);
+      };
+      row("idle", timer.evaluate_one(task, kernel), 0);
+      std::vector<std::string> srcs;
+      static int salt = 0;
+      for (int i = 0; i < busy_sources; ++i)
+        srcs.push_back(kernel + "\n// busy-phase variant " + std::to_string(++salt) + "\n");
+      std::atomic<bool> done{false};
+      std::atomic<int> compiled{0};
+      std::thread t([&] {
+        compiled = compiler.precompile(srcs);
+        done = true;
+      });
+      std::this_thread::sleep_for(std::chrono::seconds(2));  // let the compilers get going
+      EvalResult r = timer.evaluate_one(task, kernel);
+      row("busy", r, done ? compiled.load() : -1);
+      t.join();
+    }
+  }
+  atomic_write(fs::path(out) / "busy.csv", busy.str());
+  return 0;
+}

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Evaluator v2 on the GPU machine (issue 10), in phases so each fits one device call:
+#   build   configure + build into BUILD (CUTLASS headers from .device/cutlass-include.tgz or
+#           $KERNELRL_CUTLASS_INCLUDE)
+#   tests   ctest -R 'RewardGpu|SandboxGpu' (device timing, adversarial fixtures, CuTe candidate)
+#   trust   standalone cuBLASLt graph timer (bench_lt_graph.cu, no shared code) vs the evaluator's
+#           device-mode lt-auto at 12 shapes; the same kernel timed twice; baselines' cv; the
+#           baselines beside a compile batch with and without quiet windows -> OUT/trust.md
+#   usage: bash bench/gpu_evaluator_v2.sh BUILD OUT build,tests,trust [shapes]
+set -uo pipefail
+build=$1
+out=$2
+phases=${3:-build,tests,trust}
+shapes=${4:-64,128,256,512,768,1024,1536,2048,3072,4096,8192,16384}
+mkdir -p "$out"
+if [[ -z "${KERNELRL_CUTLASS_INCLUDE:-}" && -f .device/cutlass-include.tgz ]]; then
+  [[ -d /tmp/cutlass/include/cute ]] || { mkdir -p /tmp/cutlass && tar -C /tmp/cutlass -xzf .device/cutlass-include.tgz; }
+  export KERNELRL_CUTLASS_INCLUDE=/tmp/cutlass/include
+fi
+echo "CUTLASS headers: ${KERNELRL_CUTLASS_INCLUDE:-none}"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader
+if [[ ,$phases, == *,build,* ]]; then
+  t0=$(date +%s)
+  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release > "$out/cmake.log" 2>&1 &&
+    cmake --build "$build" > "$out/build.log" 2>&1 || { tail -40 "$out/build.log"; exit 1; }
+  echo "build: $(( $(date +%s) - t0 )) s"
+fi
+if [[ ,$phases, == *,tests,* ]]; then
+  (cd "$build" && ctest -R 'RewardGpu|SandboxGpu' --output-on-failure --timeout 600) > "$out/gpu_tests.log" 2>&1
+  grep -E "^\[(pass|fp16|gpu_|cute|relu|run)|REPEAT|tests passed|Failed|FAILED|Passed|\.cu: " "$out/gpu_tests.log" | cut -c1-220
+fi
+if [[ ,$phases, == *,trust,* ]]; then
+  nvcc -O2 -std=c++17 -arch=sm_90 bench/bench_lt_graph.cu -lcublasLt -o /tmp/bench_lt_graph || exit 1
+  /tmp/bench_lt_graph --shapes "$shapes" --layout nn --rounds 15 > "$out/lt_graph.csv"
+  "$build/bench/bench_timing_trust" --shapes "$shapes" --out "$out/trust" --busy-shapes 256,1024 \
+    --busy-sources 48 2>&1 | grep -v "^20..-..-.. " | tee "$out/trust.log"
+  python3 - "$out" <<'PY'
+import csv, sys, os
+out = sys.argv[1]
+lt = {}
+for row in csv.reader(open(os.path.join(out, "lt_graph.csv"))):
+    if row and row[0].isdigit(): lt[int(row[0])] = (float(row[6]), float(row[7]))
+ev = list(csv.DictReader(open(os.path.join(out, "trust", "trust.csv"))))
+lines = ["| shape | standalone lt (device us) | evaluator lt-auto (device us) | diff | lt call us (standalone / evaluator) | kernel run1 / run2 (us) | repeat diff | lt-auto cv | cublas-nn cv | torch cv |",
+         "|---|---|---|---|---|---|---|---|---|---|"]
+for r in ev:
+    s = int(r["M"]); sd, sc = lt.get(s, (float("nan"), float("nan")))
+    e = float(r["lt_auto_us"]); d = (e / sd - 1) * 100 if sd == sd and sd > 0 else float("nan")
+    lines.append(f"| {s}^3 | {sd:.2f} | {e:.2f} | {d:+.2f}% | {sc:.2f} / {float(r['lt_auto_call_us']):.2f} | "
+                 f"{float(r['run1_us']):.2f} / {float(r['run2_us']):.2f} | {float(r['repeat_diff_pct']):.2f}% | "
+                 f"{float(r['lt_auto_cv']):.4f} | {float(r['cublas-nn_cv']):.4f} | {float(r['torch_cv']):.4f} |")
+busy = list(csv.DictReader(open(os.path.join(out, "trust", "busy.csv"))))
+lines += ["", "| shape | quiet windows | lt-auto idle (us) | lt-auto beside compiles (us) | change |", "|---|---|---|---|---|"]
+for i in range(0, len(busy) - 1, 2):
+    a, b = busy[i], busy[i + 1]
+    x, y = float(a["lt_auto_us"]), float(b["lt_auto_us"])
+    lines.append(f"| {a['M']}^3 | {'on' if a['quiet']=='1' else 'off'} | {x:.2f} | {y:.2f} | {(y/x-1)*100:+.2f}% |")
+open(os.path.join(out, "trust.md"), "w").write("\n".join(lines) + "\n")
+print("\n".join(lines))
+PY
+fi
