@@ -58,6 +58,11 @@ class GpuBackend final : public Backend {
     *open_ = 1;
     int khz = 0;
     CUDA_CHECK(cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, device));
+    // The L2 flush buffer, allocated up front (before any sandbox or capture).
+    int l2 = 0;
+    CUDA_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device));
+    flush_bytes_ = 2 * static_cast<size_t>(std::max(l2, 1 << 20));
+    CUDA_CHECK(cudaMalloc(&flush_, flush_bytes_));
     clock_hz_ = static_cast<double>(khz) * 1000.0;
   }
   ~GpuBackend() override {
@@ -167,12 +172,6 @@ class GpuBackend final : public Backend {
     graphs_.clear();
   }
   void flush_l2() override {
-    if (!flush_) {
-      cudaDeviceProp p{};
-      CUDA_CHECK(cudaGetDeviceProperties(&p, device_));
-      flush_bytes_ = 2 * static_cast<size_t>(std::max(p.l2CacheSize, 1 << 20));
-      CUDA_CHECK(cudaMalloc(&flush_, flush_bytes_));
-    }
     cudaError_t e = cudaMemsetAsync(flush_, ++flush_value_, flush_bytes_, stream_);
     if (e != cudaSuccess) fatal(e, "flushing the L2");
   }
