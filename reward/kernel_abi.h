@@ -6,7 +6,21 @@
  * HGEMM: inputs[0] = A (M x K row-major fp16), inputs[1] = B (K x N row-major for layout nn,
  * column-major for tn), outputs[0] = C (M x N row-major fp16), dims = {M, N, K}; fp32
  * accumulation unless the task says acc: f16. All work goes on `stream` (a cudaStream_t; null on
- * the host backend). A 32 MiB workspace is provided. Return 0 on success. */
+ * the host backend). A 32 MiB workspace is provided, with a guard band behind it: writing past
+ * workspace_bytes is a failed check. Return 0 on success.
+ *
+ * A candidate may use CUDA C++, inline PTX and intrinsics, CuTe and CUTLASS (the evaluator
+ * compiles with the CUTLASS headers of reward.include_dirs on the include path, nvcc -O3
+ * -std=c++17 --expt-relaxed-constexpr for the device's arch, sm_90a on Hopper). It may not
+ * create streams, events or graphs, allocate, synchronize the device, or call cuBLAS, cuDNN or
+ * LibTorch in HGEMM tasks (the static screen names the rule).
+ *
+ * Calls must be capturable: the evaluator's device timing captures kernelrl_launch into a CUDA
+ * graph and replays it, so the call may only enqueue work on `stream` (host-side setup such as
+ * encoding TMA descriptors is fine; no stream or device synchronization, no host read of device
+ * results). A call that cannot be captured is `not_capturable`; one whose replayed work differs
+ * from its eager calls (checked on poisoned outputs of sampled replays) is `replay_mismatch`.
+ * Results may not be cached across calls (by pointer, by input values, or by call count). */
 #ifndef KERNELRL_KERNEL_ABI_H
 #define KERNELRL_KERNEL_ABI_H
 
