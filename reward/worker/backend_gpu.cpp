@@ -147,11 +147,15 @@ class GpuBackend final : public Backend {
     } catch (const std::exception& e) {
       throw CaptureFailure(std::string("cannot begin a capture: ") + first_line(e.what()));
     }
+    // Whatever the issued calls throw, the capture is ended before anything else touches the
+    // stream (a stream left capturing fails every later call).
     std::string err;
     try {
       issue();
     } catch (const std::exception& e) {
-      err = e.what();
+      err = std::string("the call failed while captured: ") + e.what();
+    } catch (...) {
+      err = "the call failed while captured";
     }
     try {
       g->capture_end();

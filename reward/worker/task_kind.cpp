@@ -12,7 +12,7 @@
 namespace kernelrl::worker {
 
 void fail(const std::string& check, const std::string& reason, const std::string& status) {
-  throw CheckFailure{status, check, reason};
+  throw CheckFailure(status, check, reason);
 }
 
 std::string fmt(double x) {

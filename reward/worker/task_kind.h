@@ -12,6 +12,7 @@
 
 #include <memory>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -25,7 +26,10 @@ namespace kernelrl::worker {
 class HgemmBaselines;
 
 // A check failed: status wrong_answer (or launch_error, unsupported) with a named check.
-struct CheckFailure {
+struct CheckFailure : std::runtime_error {
+  CheckFailure(std::string st, std::string ch, std::string why)
+      : std::runtime_error(ch + ": " + why), status(std::move(st)), check(std::move(ch)),
+        reason(std::move(why)) {}
   std::string status, check, reason;
 };
 [[noreturn]] void fail(const std::string& check, const std::string& reason,
