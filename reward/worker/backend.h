@@ -64,6 +64,8 @@ class Backend {
   virtual size_t capture(const std::function<void()>& issue) = 0;
   virtual void replay(size_t graph) = 0;
   virtual void clear_graphs() = 0;
+  // A failed capture may leave library state behind: the worker exits after its answer.
+  virtual bool tainted() const { return false; }
   // Untimed, on the stream: evicts the L2 (writes a buffer twice its size).
   virtual void flush_l2() = 0;
 

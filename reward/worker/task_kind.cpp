@@ -232,10 +232,11 @@ class HgemmKind final : public TaskKind {
       }
       if (algos.empty()) continue;
       TimingPlan p = plan;
-      p.min_rounds = 3;
-      p.max_rounds = 10;
+      // Enough rounds that noise between algorithms within a few percent does not decide.
+      p.min_rounds = 5;
+      p.max_rounds = 20;
       p.warmup = 1;
-      p.budget_ms = std::min(plan.budget_ms, 200.0);
+      p.budget_ms = std::min(plan.budget_ms, 300.0);
       p.candidate_first = false;  // an algorithm that cannot be captured is dropped
       TimingHooks h{hooks.refresh, {}, {}};
       TimingOutcome out = time_contenders(be_, algos, p, h, rng, [](const std::string&) {});
