@@ -32,9 +32,9 @@ std::string us(double x) {
 }
 
 void print_result(const EvalResult& r, const std::string& kernel, const std::string& backend,
-                  const std::string& device) {
-  std::printf("kernel   %s\ntask     %s   (backend %s, %s)\n", kernel.c_str(), r.task.c_str(),
-              backend.c_str(), device.c_str());
+                  const std::string& device, const std::string& sandbox) {
+  std::printf("kernel   %s\ntask     %s   (backend %s, %s)\nsandbox: %s\n", kernel.c_str(),
+              r.task.c_str(), backend.c_str(), device.c_str(), sandbox.c_str());
   std::printf("verdict  %s%s%s\n         %s\n", status_name(r.status),
               r.check.empty() ? "" : " [", r.check.empty() ? "" : (r.check + "]").c_str(),
               r.reason.c_str());
@@ -73,6 +73,7 @@ void register_eval(CLI::App& app) {
   struct Opts {
     std::string kernel, shape, layout = "nn", timing = "device", baselines = "all", json;
     std::string backend = "auto", store, cache_dir, l2 = "cold", acc = "f32", reference;
+    std::string sandbox = "auto";
     bool refresh = false, ncu = false, sanitizer = false;
   };
   auto o = std::make_shared<Opts>();
@@ -89,6 +90,8 @@ void register_eval(CLI::App& app) {
   sub->add_option("--baselines", o->baselines, "all | lt-auto | ... (comma-separated)");
   sub->add_option("--reference", o->reference, "baseline for the speedup in the reward (default lt-auto-max)");
   sub->add_option("--backend", o->backend, "auto | gpu | host")->check(CLI::IsMember({"auto", "gpu", "host"}));
+  sub->add_option("--sandbox", o->sandbox, "OS sandbox for the candidate: auto | on | off")
+      ->check(CLI::IsMember({"auto", "on", "off"}));
   sub->add_option("--store", o->store, "results store (default <cache>/results.sqlite)");
   sub->add_option("--cache-dir", o->cache_dir, "compile cache (default ~/.cache/kernelrl)");
   sub->add_flag("--refresh-baselines", o->refresh, "re-measure baselines even if stored");
@@ -104,6 +107,7 @@ void register_eval(CLI::App& app) {
     cfg.refresh_baselines = o->refresh;
     cfg.ncu = o->ncu;
     cfg.sanitizer = o->sanitizer;
+    cfg.sandbox = o->sandbox;
     cfg.baselines.clear();
     auto allowed = report_baseline_names();
     for (const auto& b : split_list(o->baselines)) {
@@ -126,12 +130,13 @@ void register_eval(CLI::App& app) {
     Evaluator ev(cfg, store);
     TaskSpec task = hgemm_task(m, n, k, o->layout, o->acc);
     EvalResult r = ev.evaluate_one(task, source);
-    print_result(r, o->kernel, ev.backend(), ev.device_name());
+    print_result(r, o->kernel, ev.backend(), ev.device_name(), ev.sandbox());
     if (!o->json.empty()) {
       auto j = to_json(r);
       j["kernel"] = o->kernel;
       j["backend"] = ev.backend();
       j["device"] = ev.device_name();
+      j["sandbox"] = ev.sandbox();
       atomic_write(o->json, j.dump(2) + "\n");
     }
     exit_code = r.passed() ? 0 : 1;

@@ -10,7 +10,8 @@ namespace {
 const char* const kStatusNames[] = {"ok",           "screen_rejected", "compile_error",
                                     "compile_timeout", "load_error",    "launch_error",
                                     "wrong_answer", "crash",           "hang",
-                                    "cuda_error",   "unsupported",     "internal_error"};
+                                    "cuda_error",   "sandbox_violation", "unsupported",
+                                    "internal_error"};
 }
 
 const char* status_name(EvalStatus s) { return kStatusNames[static_cast<int>(s)]; }

@@ -23,6 +23,8 @@ enum class EvalStatus {
   crash,            // the worker died (signal / abort) while running the candidate
   hang,             // a call did not finish within call_timeout_s
   cuda_error,       // sticky CUDA error (illegal address, ...): worker context restarted
+  sandbox_violation,  // the OS sandbox stopped a call (new process, socket, write outside the
+                      // scratch directory, ...) before it ran; `check` names the system call
   unsupported,      // the task kind is not supported by this build/backend
   internal_error,   // the evaluator itself failed; not the candidate's fault
 };

@@ -1,5 +1,7 @@
 #include "reward/evaluator.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -92,7 +94,7 @@ struct Evaluator::Impl {
   fs::path cache_dir;
   std::vector<std::unique_ptr<WorkerClient>> workers;
   std::unique_ptr<CompilePool> pool;
-  std::string backend, device, driver, arch;
+  std::string backend, device, driver, arch, sandbox, sandbox_parts;
   std::vector<std::string> include_dirs;  // resolved reward.include_dirs (CUTLASS/CuTe)
   bool ready = false;
   std::mt19937_64 seeds{std::random_device{}()};
@@ -100,19 +102,28 @@ struct Evaluator::Impl {
   void ensure_ready() {
     if (ready) return;
     const double silence = 2 * cfg.call_timeout_s + 5;
+    // Each worker's scratch directory: the only place its (sandboxed) candidates may write.
+    auto scratch = [&](int dev) {
+      return cache_dir / "scratch" / ("worker-" + std::to_string(dev) + "-" + std::to_string(::getpid()));
+    };
     workers.push_back(std::make_unique<WorkerClient>(cfg.backend, 0, silence, cache_dir / "logs"));
+    workers[0]->set_sandbox(cfg.sandbox, scratch(0));
     const WorkerInfo& info = workers[0]->info();
     backend = info.backend;
     device = info.device;
     driver = info.driver;
     arch = info.arch;
+    sandbox = info.sandbox;
+    sandbox_parts = info.sandbox_parts;
     if (cfg.backend == "gpu" && backend != "gpu")
       throw NotAvailableError("reward.backend: gpu was asked for but no GPU is visible");
     int n = static_cast<int>(cfg.workers);
     if (backend == "gpu") n = std::max(1, std::min(n, info.device_count));
-    for (int i = 1; i < n; ++i)
+    for (int i = 1; i < n; ++i) {
       workers.push_back(std::make_unique<WorkerClient>(backend, backend == "gpu" ? i : 0, silence,
                                                        cache_dir / "logs"));
+      workers.back()->set_sandbox(cfg.sandbox, scratch(i));
+    }
     for (auto& w : workers) w->set_quiet(cfg.quiet);
     include_dirs = resolve_include_dirs(cfg.include_dirs);
     pool = std::make_unique<CompilePool>(backend, arch, cache_dir / "compile", static_cast<int>(cfg.compile_jobs),
@@ -122,7 +133,9 @@ struct Evaluator::Impl {
                   << workers.size() << " worker(s), compiler " << pool->toolkit_version()
                   << ", timing " << cfg.timing << "/" << cfg.l2
                   << (include_dirs.empty() ? std::string(", no CUTLASS headers")
-                                           : ", CUTLASS " + cutlass_version(include_dirs[0]));
+                                           : ", CUTLASS " + cutlass_version(include_dirs[0]))
+                  << ", sandbox " << sandbox;
+    if (sandbox_parts == "off") KRL_LOG(warn) << "sandbox: " << sandbox;
   }
 
   std::map<std::string, int64_t> evals_since_check;  // per baseline key: for re-checks
@@ -220,6 +233,10 @@ const std::string& Evaluator::device_name() {
   impl_->ensure_ready();
   return impl_->device;
 }
+const std::string& Evaluator::sandbox() {
+  impl_->ensure_ready();
+  return impl_->sandbox;
+}
 ResultStore& Evaluator::store() { return *impl_->store; }
 const RewardConfig& Evaluator::config() const { return impl_->cfg; }
 int Evaluator::worker_restarts() const {
@@ -245,9 +262,14 @@ int Evaluator::precompile(const std::vector<std::string>& sources) {
 
 std::string Evaluator::settings_fingerprint() const {
   const RewardConfig& c = impl_->cfg;
+  impl_->ensure_ready();  // the sandbox in force is known once the worker is up
   // Everything that changes a verdict, a time or a reward (compile inputs are in the source
-  // hash already). Changing any of these misses cached results.
-  nlohmann::json j = {{"timing", c.timing},
+  // hash already). Changing any of these misses cached results. The sandbox is in because a
+  // candidate that writes a file or forks passes without it and is a sandbox_violation with it;
+  // the parts in force count (landlock ABI versions do not: they change no verdict the filter
+  // would not give).
+  nlohmann::json j = {{"sandbox", impl_->sandbox_parts},
+                      {"timing", c.timing},
                       {"l2", c.l2},
                       {"graph_calls", c.timing == "device" ? c.graph_calls : 0},
                       {"verify_rounds", c.timing == "device" ? c.verify_rounds : 0},

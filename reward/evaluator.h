@@ -47,7 +47,8 @@ class Evaluator {
   // settings_fingerprint()), if any: changing any reward setting misses.
   std::optional<EvalResult> cached_result(const TaskSpec& task, const std::string& source);
   // Hash of the resolved settings that determine a result (timing, l2, baseline, α, β, clips,
-  // check settings), part of the results store's cache key.
+  // check settings, the sandbox parts in force), part of the results store's cache key. Starts
+  // the worker if needed.
   std::string settings_fingerprint() const;
   // Compiles `sources` into the compile cache (in parallel) without running them; returns how
   // many compiled. For callers that evaluate many small batches (one per task): a later
@@ -57,6 +58,8 @@ class Evaluator {
   // "gpu" or "host" (resolved from "auto" by asking the worker) and the device name.
   const std::string& backend();
   const std::string& device_name();
+  // The worker's OS sandbox: "on (landlock ABI 7, seccomp)", "off (why)", ... (reward.sandbox).
+  const std::string& sandbox();
   ResultStore& store();
   const RewardConfig& config() const;
   int worker_restarts() const;

@@ -20,7 +20,16 @@
  * encoding TMA descriptors is fine; no stream or device synchronization, no host read of device
  * results). A call that cannot be captured is `not_capturable`; one whose replayed work differs
  * from its eager calls (checked on poisoned outputs of sampled replays) is `replay_mismatch`.
- * Results may not be cached across calls (by pointer, by input values, or by call count). */
+ * Results may not be cached across calls (by pointer, by input values, or by call count).
+ *
+ * At the OS level a candidate computes and nothing else. The worker that loads it runs in a
+ * sandbox (reward.sandbox; Linux landlock + seccomp, reward/worker/sandbox.h): it may not start
+ * processes (fork, exec, system, posix_spawn), open sockets of any family, trace or signal other
+ * processes, use io_uring, change file metadata, or create, write, remove or rename files
+ * anywhere except its scratch directory $TMPDIR. Such a call does not run: the candidate gets
+ * `sandbox_violation` naming the call (and path), however it was spelled (macros, raw syscall,
+ * inline assembly). Reading files and threads are not the sandbox's concern (the screen
+ * rejects threads). */
 #ifndef KERNELRL_KERNEL_ABI_H
 #define KERNELRL_KERNEL_ABI_H
 

@@ -55,6 +55,12 @@ struct RewardConfig {
   // $KERNELRL_CUTLASS_INCLUDE) when found.
   std::vector<std::string> include_dirs = {"auto"};
   int64_t workers = 1;              // worker processes (one per GPU, GPUs 0..workers-1)
+  // OS sandbox for candidate code in the worker (reward/worker/sandbox.h: landlock + seccomp):
+  // no new processes, no sockets, no writes outside a per-worker scratch directory; a breach is
+  // the verdict sandbox_violation. auto: what the kernel offers (the evaluator logs
+  // "sandbox: off (why)" when that is nothing); on: refuse to start without landlock and
+  // seccomp; off: candidates run with the user's rights, behind the text screen only.
+  std::string sandbox = "auto";
   // ---- optional extras for kept candidates ----
   bool ncu = false;                 // ncu --clock-control none metrics for passing candidates
   bool sanitizer = false;           // compute-sanitizer memcheck for passing candidates
@@ -108,6 +114,7 @@ struct RewardConfig {
     v.field("cache_dir", cache_dir, "compile cache dir; empty = ~/.cache/kernelrl");
     v.field("include_dirs", include_dirs, "extra -I dirs for candidates; auto = CUTLASS headers");
     v.field("workers", workers, "worker processes, one per GPU", cfg::in_closed(1, 64));
+    v.field("sandbox", sandbox, "OS sandbox for candidates: auto | on | off", {"auto", "on", "off"});
     v.field("ncu", ncu, "collect ncu metrics for passing candidates");
     v.field("sanitizer", sanitizer, "compute-sanitizer memcheck for passing candidates");
   }

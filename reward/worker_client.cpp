@@ -49,6 +49,8 @@ void WorkerClient::stop() {
     proc_.kill_and_reap();
   }
   started_ = false;
+  std::error_code ec;
+  if (!scratch_dir_.empty()) fs::remove_all(scratch_dir_, ec);
 }
 
 std::string WorkerClient::stderr_tail(size_t bytes) const {
@@ -65,8 +67,15 @@ std::string WorkerClient::stderr_tail(size_t bytes) const {
 void WorkerClient::start() {
   fs::create_directories(log_dir_);
   log_path_ = log_dir_ / ("worker-" + std::to_string(device_) + "-" + std::to_string(::getpid()) + ".log");
-  proc_.start({find_worker_binary(), "--backend", backend_, "--device", std::to_string(device_)},
-              log_path_.string());
+  std::vector<std::string> cmd = {find_worker_binary(), "--backend", backend_, "--device",
+                                  std::to_string(device_), "--sandbox", sandbox_};
+  if (sandbox_ != "off") {  // a fresh scratch directory for every start
+    std::error_code ec;
+    fs::remove_all(scratch_dir_, ec);
+    fs::create_directories(scratch_dir_);
+    cmd.insert(cmd.end(), {"--scratch", fs::absolute(scratch_dir_).string()});
+  }
+  proc_.start(cmd, log_path_.string());
   std::string line;
   // LibTorch and a CUDA context take seconds to come up.
   auto st = proc_.read_line(line, 180);
@@ -87,6 +96,10 @@ void WorkerClient::start() {
   info_.cc = j.value("cc", "");
   info_.device_count = j.value("device_count", 0);
   info_.l2_bytes = j.value("l2_bytes", size_t{0});
+  if (j.contains("sandbox")) {
+    info_.sandbox = j["sandbox"].value("summary", "off");
+    info_.sandbox_parts = j["sandbox"].value("parts", "off");
+  }
   started_ = true;
 }
 
@@ -132,6 +145,14 @@ nlohmann::json WorkerClient::evaluate(const nlohmann::json& request) {
       int status = proc_.reap(10);
       std::string tail = stderr_tail(600);
       bool aborted = WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT;
+      // The sandbox's filter kills with SIGSYS when its handler cannot run (the candidate blocked
+      // SIGSYS, or the call came from a thread that blocks it): the call did not run either way.
+      if (WIFSIGNALED(status) && WTERMSIG(status) == SIGSYS)
+        return {{"status", "sandbox_violation"},
+                {"check", "sigsys"},
+                {"reason", "the worker was killed by SIGSYS: the candidate made a system call the "
+                           "sandbox forbids (with SIGSYS blocked, so it could not be named)" +
+                               (tail.empty() ? std::string() : ": " + tail)}};
       return {{"status", "crash"},
               {"check", aborted ? "abort" : WIFSIGNALED(status) ? "signal" : "exit"},
               {"reason", "the worker " + describe_wait_status(status) + " while running the candidate" +

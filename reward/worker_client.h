@@ -1,7 +1,8 @@
 // Parent side of the isolated worker (reward/worker/worker_main.cpp): starts it, sends one
 // request per candidate, waits with a timeout on each progress message, and turns a crash, an
 // abort, a hang or a reported sticky CUDA error into a result, restarting the worker for the
-// next candidate. The worker is reused while healthy.
+// next candidate. The worker is reused while healthy. Each worker gets a fresh scratch
+// directory, the only place its sandboxed candidates may write (removed when it stops).
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -17,6 +18,8 @@ struct WorkerInfo {
   std::string backend, device, driver, arch, cc;
   int device_count = 0;
   size_t l2_bytes = 0;
+  std::string sandbox = "off";        // e.g. "on (landlock ABI 7, seccomp)", "off (why)"
+  std::string sandbox_parts = "off";  // "landlock+seccomp" | "landlock" | "seccomp" | "off"
 };
 
 class WorkerClient {
@@ -30,6 +33,12 @@ class WorkerClient {
   int restarts() const { return restarts_; }
   // Hold the compile pool (quiet_begin/quiet_end) while the worker times (default on).
   void set_quiet(bool on) { quiet_ = on; }
+  // The OS sandbox (auto | on | off) and the scratch directory it lets candidates write to;
+  // takes effect at the next start.
+  void set_sandbox(std::string mode, std::filesystem::path scratch_dir) {
+    sandbox_ = std::move(mode);
+    scratch_dir_ = std::move(scratch_dir);
+  }
   void stop();
 
  private:
@@ -38,7 +47,8 @@ class WorkerClient {
   std::string backend_;
   int device_;
   double silence_s_;
-  std::filesystem::path log_dir_, log_path_;
+  std::filesystem::path log_dir_, log_path_, scratch_dir_;
+  std::string sandbox_ = "off";
   ChildProcess proc_;
   WorkerInfo info_;
   bool started_ = false;

@@ -29,6 +29,9 @@ class Harness {
   // max_abs_dev, dev_bound, candidate, baselines, metrics}; timings carry call_us beside the
   // mode's median in device mode. Throws Fatal when the process must be replaced.
   nlohmann::json evaluate(const nlohmann::json& request, LaunchFn fn, const Tick& tick);
+  // Brings up what LibTorch and the driver create lazily (cuBLAS handle and workspace, a captured
+  // and replayed graph) before the sandbox closes the process; nothing on the host backend.
+  void warm_up();
   // Calls the candidate `calls` times on normal inputs, no checks (for ncu / compute-sanitizer).
   void run_once(const nlohmann::json& task, LaunchFn fn, int calls);
 

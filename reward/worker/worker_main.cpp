@@ -2,9 +2,11 @@
 // (reward/worker_client.h talks to it). One JSON request per stdin line, JSON lines back on a
 // private copy of stdout (fd 1 itself goes to stderr, so a candidate's printf cannot corrupt the
 // protocol). A sticky CUDA error or a kernel that does not finish is reported and the process
-// exits; a crash simply kills it: the client restarts it either way.
+// exits; a crash simply kills it: the client restarts it either way. Once the backend is up, the
+// OS sandbox (sandbox.h) is installed before any candidate is loaded; the ready message says
+// what is in force, and a breach answers the request as a sandbox_violation.
 //
-//   kernelrl_eval_worker [--backend auto|gpu|host] [--device N]
+//   kernelrl_eval_worker [--backend auto|gpu|host] [--device N] [--sandbox auto|on|off --scratch DIR]
 //   kernelrl_eval_worker --run-once SO --task JSON [--calls N] [--backend ...] [--device N]
 #include <dlfcn.h>
 #include <unistd.h>
@@ -17,6 +19,7 @@
 
 #include "reward/worker/backend.h"
 #include "reward/worker/harness.h"
+#include "reward/worker/sandbox.h"
 
 using namespace kernelrl::worker;
 
@@ -62,7 +65,7 @@ std::unique_ptr<Backend> make_backend(const std::string& backend, int device) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string backend_name = "auto", run_once_so, task_json;
+  std::string backend_name = "auto", run_once_so, task_json, sandbox_mode = "auto", scratch;
   int device = 0, calls = 3;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -78,6 +81,8 @@ int main(int argc, char** argv) {
     else if (a == "--run-once") run_once_so = next();
     else if (a == "--task") task_json = next();
     else if (a == "--calls") calls = std::stoi(next());
+    else if (a == "--sandbox") sandbox_mode = next();
+    else if (a == "--scratch") scratch = next();
     else {
       std::fprintf(stderr, "kernelrl_eval_worker: unknown argument %s\n", a.c_str());
       return 2;
@@ -112,8 +117,19 @@ int main(int argc, char** argv) {
     return 0;
   }
 
+  // Lazy library state (LibTorch's cuBLAS handle, the graph pool) comes up before the sandbox.
+  SandboxStatus sandbox;
+  try {
+    harness.warm_up();
+    sandbox = install_sandbox(sandbox_mode, scratch, proto);
+  } catch (const std::exception& e) {
+    send({{"ready", false}, {"error", e.what()}});
+    return 1;
+  }
+
   auto info = backend->info();
   send({{"ready", true},
+        {"sandbox", {{"summary", sandbox.summary}, {"parts", sandbox.parts()}}},
         {"backend", info.backend},
         {"device", info.device},
         {"driver", info.driver},

@@ -4,16 +4,21 @@
 // input, caching by pointer and by value, launching on another stream, shrinking K, skipping the
 // work under graph capture, not being capturable, a hang, an illegal address) and the worker
 // recovers; a CuTe-based candidate compiles with the CUTLASS headers and passes; the same kernel
-// timed twice agrees within 2% at the median. Skips where no GPU is visible.
+// timed twice agrees within 2% at the median; under the OS sandbox (on by default) candidates
+// that write a file, open a socket or fork are sandbox_violation and write nothing, while the
+// reference kernels pass. Skips where no GPU is visible.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 
 #include "gpu_test_util.h"
 #include "reward/evaluator.h"
 #include "data/task_suite.h"
+#include "reward/screen.h"
 #include "reward/task_json.h"
+#include "reward_test_util.h"
 #include "test_util.h"
 
 #ifdef KERNELRL_HAVE_CUDA
@@ -156,6 +161,55 @@ TEST(RewardGpu, GeneralTaskAgainstTheLibTorchReference) {
   ASSERT_EQ(r.status, EvalStatus::ok) << r.check << ": " << r.reason;
   EXPECT_EQ(r.reference, "torch");
   EXPECT_GT(r.t_ref_us, 0);
+}
+
+// The sandbox (reward/worker/sandbox.h) is installed after CUDA, cuBLAS(Lt), the L2 flush buffer
+// and a warm-up capture: the driver must keep working under it (captures, replays, the gate,
+// lazy module loading), and each hostile candidate of tests/data/kernels/sandbox_misbehave.h
+// (wrapping gpu_naive.cu) must be named as on the host backend.
+TEST(RewardGpu, SandboxNamesHostileCandidatesAndReferencesPass) {
+  REQUIRE_CUDA();
+  testing::ScratchDir dir;
+  const std::filesystem::path target = dir / "outside";
+  std::filesystem::create_directories(target);
+  RewardConfig cfg = gpu_config(dir);
+  cfg.sandbox = "auto";
+  Evaluator ev(cfg, dir / "results.sqlite");
+  std::printf("sandbox: %s\n", ev.sandbox().c_str());
+  if (ev.sandbox().find("landlock ABI") == std::string::npos || ev.sandbox().find("seccomp)") == std::string::npos)
+    GTEST_SKIP() << "sandbox: " << ev.sandbox();
+  struct Case {
+    int hostile;  // variant of sandbox_misbehave.h; -1: the fixture as it is
+    const char* kernel;
+    EvalStatus status;
+    const char* check;
+  };
+  const Case cases[] = {
+      {1, "gpu_naive.cu", EvalStatus::sandbox_violation, "openat"},  // token-pasted fopen
+      {2, "gpu_naive.cu", EvalStatus::sandbox_violation, "openat"},  // raw syscall
+      {3, "gpu_naive.cu", EvalStatus::sandbox_violation, "socket"},
+      {4, "gpu_naive.cu", EvalStatus::sandbox_violation, "clone"},   // fork
+      {5, "gpu_naive.cu", EvalStatus::sandbox_violation, "sigsys"},  // fork with SIGSYS blocked
+      {0, "gpu_naive.cu", EvalStatus::ok, ""},                       // writes in its scratch dir
+      {-1, "gpu_hgemm_ref.cu", EvalStatus::ok, ""},
+      {-1, "gpu_naive.cu", EvalStatus::ok, ""},
+  };
+  std::vector<std::string> sources;
+  for (const auto& c : cases) {
+    sources.push_back(c.hostile < 0 ? fixture(c.kernel)
+                                    : testing::misbehaving_candidate(c.hostile, target, fixture(c.kernel)));
+    EXPECT_TRUE(screen_source(sources.back(), /*hgemm=*/true).ok) << "variant " << c.hostile;
+  }
+  auto rs = ev.evaluate(hgemm_task(256, 384, 4096, "nn"), sources);
+  for (size_t i = 0; i < rs.size(); ++i) {
+    print(cases[i].kernel, rs[i]);
+    EXPECT_EQ(rs[i].status, cases[i].status) << "variant " << cases[i].hostile << ": " << rs[i].check
+                                             << ": " << rs[i].reason << "\n" << rs[i].compile_log;
+    EXPECT_EQ(rs[i].check, cases[i].check) << "variant " << cases[i].hostile << ": " << rs[i].reason;
+  }
+  std::string appeared;
+  for (const auto& e : std::filesystem::directory_iterator(target)) appeared += " " + e.path().filename().string();
+  EXPECT_EQ(appeared, "") << "written outside the scratch directory";
 }
 
 }  // namespace

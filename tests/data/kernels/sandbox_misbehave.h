@@ -1,0 +1,58 @@
+// What the worker's OS sandbox must stop, spelled so that the text screen (reward/screen.cpp)
+// does not see it. The sandbox tests prepend `#define HOSTILE n` and `#define TARGET_DIR "..."`
+// and wrap a correct kernel (host_hgemm_ok.cpp, gpu_naive.cu) so that its first call runs
+// misbehave_once() first:
+//   0  writes a file in $TMPDIR, the worker's scratch directory (allowed)
+//   1  fopen(TARGET_DIR "/pasted.txt", "w") through a token-pasted name
+//   2  creates TARGET_DIR "/raw.txt" with a raw syscall(SYS_openat, ...)
+//   3  opens a TCP socket through a token-pasted name
+//   4  forks through a token-pasted name; the child writes TARGET_DIR "/forked.txt"
+//   5  as 4 with SIGSYS blocked first (the filter's signal then kills the worker)
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define CAT(a, b) a##b
+
+static void misbehave_once(void) {
+  static int done = 0;
+  if (done) return;
+  done = 1;
+#if HOSTILE == 0
+  char path[4096];
+  snprintf(path, sizeof path, "%s/allowed.txt", CAT(get, env)("TMPDIR"));
+  FILE* f = CAT(fo, pen)(path, "w");
+  if (f) fclose(f);
+#elif HOSTILE == 1
+  FILE* f = CAT(fo, pen)(TARGET_DIR "/pasted.txt", "w");
+  if (f) {
+    fputs("escaped\n", f);
+    fclose(f);
+  }
+#elif HOSTILE == 2
+  long fd = syscall(SYS_openat, AT_FDCWD, TARGET_DIR "/raw.txt", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd >= 0) close((int)fd);
+#elif HOSTILE == 3
+  int s = CAT(sock, et)(AF_INET, SOCK_STREAM, 0);
+  if (s >= 0) close(s);
+#elif HOSTILE == 4 || HOSTILE == 5
+#if HOSTILE == 5
+  sigset_t sys;
+  sigemptyset(&sys);
+  sigaddset(&sys, SIGSYS);
+  sigprocmask(SIG_BLOCK, &sys, NULL);
+#endif
+  pid_t pid = CAT(fo, rk)();
+  if (pid == 0) {
+    FILE* f = CAT(fo, pen)(TARGET_DIR "/forked.txt", "w");
+    if (f) fclose(f);
+    _exit(0);
+  }
+  if (pid > 0) waitpid(pid, NULL, 0);
+#endif
+}
