@@ -9,6 +9,7 @@
 #include "catalog/export.h"
 #include "common/error.h"
 #include "common/fs.h"
+#include "data/task_suite.h"
 #include "reward/result_store.h"
 #include "test_util.h"
 
@@ -283,6 +284,15 @@ TEST(Catalog, ExportRefusesAmbiguousOrUnknownInput) {
   EXPECT_TRUE(fs::exists(dir / "mine" / "notes.txt"));
   EXPECT_EQ(arch_for_device("NVIDIA H200"), "sm_90a");
   EXPECT_EQ(arch_for_device("NVIDIA GeForce GTX 1080"), "");
+}
+
+// The GPU bench reads the llm grid from configs/grids/llm.txt; it must stay the built-in grid.
+TEST(Catalog, LlmGridFileEqualsTheBuiltInGrid) {
+  auto file = hgemm_grid(std::string(KERNELRL_SOURCE_DIR) + "/configs/grids/llm.txt");
+  auto builtin = hgemm_grid("llm");
+  ASSERT_EQ(file.size(), 30u);
+  ASSERT_EQ(file.size(), builtin.size());
+  for (size_t i = 0; i < file.size(); ++i) EXPECT_EQ(file[i].name, builtin[i].name);
 }
 
 }  // namespace
