@@ -19,7 +19,7 @@ stamp() { echo "[$(( $(date +%s) - start )) s] $*"; }
 
 cmake --build "$build" --target kernelrl kernelrl_eval_worker test_catalog_gpu 2>&1 | tail -1
 stamp "build done"
-timeout 240 "$build/tests/test_catalog_gpu" > "$out/test_catalog_gpu.log" 2>&1
+timeout 150 "$build/tests/test_catalog_gpu" > "$out/test_catalog_gpu.log" 2>&1
 stamp "test_catalog_gpu: exit $? ($(grep -c '^\[       OK' "$out/test_catalog_gpu.log") ok)"
 tail -3 "$out/test_catalog_gpu.log"
 
@@ -42,7 +42,7 @@ for name, code in found.items():
 print(f"kernel dir: {len(found)} of {len(want)} variants")
 EOF
 grep '^128x' configs/grids/llm.txt > "$work/llm_m128.txt"
-timeout 300 "$build/kernelrl" catalog build --kernels "$work/k" --grid "$work/llm_m128.txt" \
+timeout 200 "$build/kernelrl" catalog build --kernels "$work/k" --grid "$work/llm_m128.txt" \
   --out "$out/catalog.json" --reference lt-auto --baselines lt-auto --backend gpu \
   --cache-dir "$work/cache" > "$out/catalog_build.log" 2>&1
 stamp "catalog build: exit $?"
@@ -52,7 +52,7 @@ tail -2 "$out/catalog_build.log"
 cmake -S "$work/pkg" -B "$work/pkg-build" -DKERNELRL_CATALOG_TORCH=ON > "$out/pkg_cmake.log" 2>&1 &&
   cmake --build "$work/pkg-build" -j 16 >> "$out/pkg_cmake.log" 2>&1
 stamp "package build: exit $?"
-timeout 240 python3 bench/bench_catalog_torch.py --lib "$work/pkg-build/libkernelrl_catalog_torch.so" \
-  --grid configs/grids/llm.txt --out "$out" 2>&1 | tee "$out/bench_catalog_torch.log"
+timeout 150 python3 bench/bench_catalog_torch.py --lib "$work/pkg-build/libkernelrl_catalog_torch.so" \
+  --grid configs/grids/llm.txt --out "$out" --rounds 10 --budget-s 1.5 2>&1 | tee "$out/bench_catalog_torch.log"
 stamp "bench: exit ${PIPESTATUS[0]}"
 rm -rf "$work"
