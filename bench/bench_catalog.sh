@@ -4,9 +4,10 @@
 # 1. builds kernelrl, the worker and test_catalog_gpu; runs the GPU test (a catalog from a
 #    kernel directory, exported, built with CMake, its hgemm checked on catalog and unseen shapes);
 # 2. `kernelrl catalog build` from three double-buffered mma.sync variants (128x128 tiles;
-#    64x128 with split-K 2; 128x64 with split-K 4) on the M = 128 half of configs/grids/llm.txt
-#    (decode-size projections; the M = 4096 half is left to cuBLASLt: mma.sync reaches ~57 % of it
-#    at 4096^3), `catalog show`, `catalog export`, the package built with the PyTorch operator;
+#    64x128 with split-K 2; 128x64 with split-K 4) on 8 of the M = 128 shapes of
+#    configs/grids/llm.txt (decode-size projections; CATALOG_SHAPES=all for the 15; the M = 4096
+#    half is left to cuBLASLt: mma.sync reaches ~57 % of it at 4096^3), `catalog show`,
+#    `catalog export`, the package built with the PyTorch operator;
 # 3. bench/bench_catalog_torch.py: torch.ops.kernelrl.hgemm vs torch.matmul on all 30 llm shapes.
 # Everything lands in OUT_DIR (logs, catalog.json, show.txt, catalog_torch.{csv,md}).
 set -uo pipefail
@@ -41,7 +42,14 @@ for name, code in found.items():
     open(f"{sys.argv[2]}/{name}.cu", "w").write(code)
 print(f"kernel dir: {len(found)} of {len(want)} variants")
 EOF
-grep '^128x' configs/grids/llm.txt > "$work/llm_m128.txt"
+# M = 128 rows of llm.txt, one per (N, K) pair of Llama-2-7B, Llama-3-70B and Qwen2.5-7B's
+# larger projections (CATALOG_SHAPES=all takes all 15).
+if [[ ${CATALOG_SHAPES:-some} == all ]]; then
+  grep '^128x' configs/grids/llm.txt > "$work/llm_m128.txt"
+else
+  grep -E '^128x(12288x4096|4096x4096|22016x4096|4096x11008|57344x8192|8192x28672|37888x3584|3584x18944) ' \
+    configs/grids/llm.txt > "$work/llm_m128.txt"
+fi
 timeout 200 "$build/kernelrl" catalog build --kernels "$work/k" --grid "$work/llm_m128.txt" \
   --out "$out/catalog.json" --reference lt-auto --baselines lt-auto --backend gpu \
   --cache-dir "$work/cache" > "$out/catalog_build.log" 2>&1
@@ -53,6 +61,6 @@ cmake -S "$work/pkg" -B "$work/pkg-build" -DKERNELRL_CATALOG_TORCH=ON > "$out/pk
   cmake --build "$work/pkg-build" -j 16 >> "$out/pkg_cmake.log" 2>&1
 stamp "package build: exit $?"
 timeout 150 python3 bench/bench_catalog_torch.py --lib "$work/pkg-build/libkernelrl_catalog_torch.so" \
-  --grid configs/grids/llm.txt --out "$out" --rounds 10 --budget-s 1.5 2>&1 | tee "$out/bench_catalog_torch.log"
+  --grid configs/grids/llm.txt --out "$out" --rounds 7 --budget-s 1.0 2>&1 | tee "$out/bench_catalog_torch.log"
 stamp "bench: exit ${PIPESTATUS[0]}"
 rm -rf "$work"
