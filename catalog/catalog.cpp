@@ -65,9 +65,13 @@ double CatalogEntry::speedup_over(const std::string& baseline) const {
   return it->second.device_us / time.device_us;
 }
 
-std::string catalog_kernel_id(const std::string& source) { return "k" + content_hash(source).substr(0, 12); }
+std::string catalog_kernel_id(const std::string& source) {
+  return "k" + content_hash(source).substr(0, 12);
+}
 
-std::string catalog_reference(const std::string& backend) { return backend == "gpu" ? "lt-auto" : "torch"; }
+std::string catalog_reference(const std::string& backend) {
+  return backend == "gpu" ? "lt-auto" : "torch";
+}
 
 CatalogBuilder::CatalogBuilder(std::string l2) : l2_(std::move(l2)) {}
 
@@ -170,10 +174,11 @@ Catalog CatalogBuilder::finish() const {
       e.competitors = static_cast<int64_t>(kernels.size());
       candidates.push_back(std::move(e));
     }
-    auto best = std::min_element(candidates.begin(), candidates.end(), [](const auto& a, const auto& b) {
-      return std::make_tuple(-a.speedup, a.time.device_us, a.kernel_id) <
-             std::make_tuple(-b.speedup, b.time.device_us, b.kernel_id);
-    });
+    auto best =
+        std::min_element(candidates.begin(), candidates.end(), [](const auto& a, const auto& b) {
+          return std::make_tuple(-a.speedup, a.time.device_us, a.kernel_id) <
+                 std::make_tuple(-b.speedup, b.time.device_us, b.kernel_id);
+        });
     c.sources[best->kernel_id] = sources_.at(best->kernel_id);
     c.entries.push_back(std::move(*best));
   }
@@ -184,18 +189,30 @@ Catalog CatalogBuilder::finish() const {
 
 nlohmann::json to_json(const CatalogEntry& e) {
   nlohmann::json b = nlohmann::json::object();
-  for (const auto& [name, t] : e.baselines) b[name] = {{"device_us", t.device_us}, {"call_us", t.call_us}};
-  return {{"backend", e.backend},         {"device", e.device},
-          {"m", e.m},                     {"n", e.n},
-          {"k", e.k},                     {"layout", e.layout},
-          {"acc", e.acc},                 {"kernel", e.kernel_id},
-          {"hash", e.hash},               {"origin", e.origin},
-          {"device_us", e.time.device_us}, {"call_us", e.time.call_us},
-          {"cv", e.cv},                   {"baselines", b},
-          {"reference", e.reference},     {"speedup", e.speedup},
-          {"max_abs_dev", e.max_abs_dev}, {"dev_bound", e.dev_bound},
-          {"evaluations", e.evaluations}, {"competitors", e.competitors},
-          {"mode", e.mode},               {"measured_at", e.measured_at}};
+  for (const auto& [name, t] : e.baselines)
+    b[name] = {{"device_us", t.device_us}, {"call_us", t.call_us}};
+  return {{"backend", e.backend},
+          {"device", e.device},
+          {"m", e.m},
+          {"n", e.n},
+          {"k", e.k},
+          {"layout", e.layout},
+          {"acc", e.acc},
+          {"kernel", e.kernel_id},
+          {"hash", e.hash},
+          {"origin", e.origin},
+          {"device_us", e.time.device_us},
+          {"call_us", e.time.call_us},
+          {"cv", e.cv},
+          {"baselines", b},
+          {"reference", e.reference},
+          {"speedup", e.speedup},
+          {"max_abs_dev", e.max_abs_dev},
+          {"dev_bound", e.dev_bound},
+          {"evaluations", e.evaluations},
+          {"competitors", e.competitors},
+          {"mode", e.mode},
+          {"measured_at", e.measured_at}};
 }
 
 CatalogEntry catalog_entry_from_json(const nlohmann::json& j) {
@@ -214,7 +231,8 @@ CatalogEntry catalog_entry_from_json(const nlohmann::json& j) {
   e.cv = j.value("cv", 0.0);
   if (j.contains("baselines"))
     for (auto it = j["baselines"].begin(); it != j["baselines"].end(); ++it)
-      e.baselines[it.key()] = {it.value().value("device_us", 0.0), it.value().value("call_us", 0.0)};
+      e.baselines[it.key()] = {it.value().value("device_us", 0.0),
+                               it.value().value("call_us", 0.0)};
   e.reference = j.at("reference").get<std::string>();
   e.speedup = j.at("speedup").get<double>();
   e.max_abs_dev = j.value("max_abs_dev", 0.0);
@@ -229,8 +247,8 @@ CatalogEntry catalog_entry_from_json(const nlohmann::json& j) {
 void write_catalog(const fs::path& path, const Catalog& c) {
   nlohmann::json entries = nlohmann::json::array();
   for (const auto& e : c.entries) entries.push_back(to_json(e));
-  nlohmann::json j = {{"format", kFormat},  {"version", kVersion},   {"created_at", c.created_at},
-                      {"inputs", c.inputs}, {"skipped", c.skipped},  {"entries", entries},
+  nlohmann::json j = {{"format", kFormat},   {"version", kVersion},  {"created_at", c.created_at},
+                      {"inputs", c.inputs},  {"skipped", c.skipped}, {"entries", entries},
                       {"kernels", c.sources}};
   if (path.has_parent_path()) fs::create_directories(path.parent_path());
   atomic_write(path, j.dump(1) + "\n");
@@ -242,11 +260,12 @@ Catalog read_catalog(const fs::path& path) {
   try {
     auto j = nlohmann::json::parse(text);
     if (j.value("format", "") != kFormat)
-      throw UserError("catalog " + path.string() + ": not a KernelRL catalog (no \"format\": \"" + kFormat +
-                      "\"); make one with `kernelrl catalog build`");
+      throw UserError("catalog " + path.string() + ": not a KernelRL catalog (no \"format\": \"" +
+                      kFormat + "\"); make one with `kernelrl catalog build`");
     if (j.value("version", 0) != kVersion)
-      throw UserError("catalog " + path.string() + ": version " + std::to_string(j.value("version", 0)) +
-                      ", this kernelrl reads version " + std::to_string(kVersion));
+      throw UserError("catalog " + path.string() + ": version " +
+                      std::to_string(j.value("version", 0)) + ", this kernelrl reads version " +
+                      std::to_string(kVersion));
     c.created_at = j.value("created_at", "");
     c.inputs = j.value("inputs", std::vector<std::string>{});
     c.skipped = j.value("skipped", std::map<std::string, int64_t>{});
@@ -257,8 +276,8 @@ Catalog read_catalog(const fs::path& path) {
   }
   for (const auto& e : c.entries)
     if (!c.sources.count(e.kernel_id))
-      throw UserError("catalog " + path.string() + ": entry " + e.shape() + " names kernel " + e.kernel_id +
-                      " whose source is missing");
+      throw UserError("catalog " + path.string() + ": entry " + e.shape() + " names kernel " +
+                      e.kernel_id + " whose source is missing");
   return c;
 }
 
@@ -273,11 +292,13 @@ std::string format_catalog(const Catalog& c) {
     const CatalogEntry& first = c.entries[i];
     const std::string ref = first.reference;
     const bool gpu = first.backend == "gpu";
-    out << first.device << " (" << first.backend << " backend), device time in us, medians over each kernel's "
+    out << first.device << " (" << first.backend
+        << " backend), device time in us, medians over each kernel's "
         << "evaluations\n";
     char line[256];
-    std::snprintf(line, sizeof line, "%-20s %-6s %-4s %-14s %11s %11s %9s %12s %6s\n", "shape", "layout", "acc",
-                  "kernel", "device_us", (ref + "_us").c_str(), "speedup", gpu ? "x lt-auto-max" : "", "evals");
+    std::snprintf(line, sizeof line, "%-20s %-6s %-4s %-14s %11s %11s %9s %12s %6s\n", "shape",
+                  "layout", "acc", "kernel", "device_us", (ref + "_us").c_str(), "speedup",
+                  gpu ? "x lt-auto-max" : "", "evals");
     out << line;
     int wins = 0;
     double log_sum = 0, sum = 0;
@@ -285,8 +306,9 @@ std::string format_catalog(const Catalog& c) {
       const CatalogEntry& x = c.entries[e];
       double ref_us = x.baselines.count(ref) ? x.baselines.at(ref).device_us : 0;
       double max_sp = x.speedup_over("lt-auto-max");
-      std::snprintf(line, sizeof line, "%-20s %-6s %-4s %-14s %11.2f %11.2f %8.3fx %12s %6lld\n", x.shape().c_str(),
-                    x.layout.c_str(), x.acc.c_str(), x.kernel_id.c_str(), x.time.device_us, ref_us, x.speedup,
+      std::snprintf(line, sizeof line, "%-20s %-6s %-4s %-14s %11.2f %11.2f %8.3fx %12s %6lld\n",
+                    x.shape().c_str(), x.layout.c_str(), x.acc.c_str(), x.kernel_id.c_str(),
+                    x.time.device_us, ref_us, x.speedup,
                     gpu ? (max_sp > 0 ? fmt("%.3fx", max_sp).c_str() : "-") : "",
                     static_cast<long long>(x.evaluations));
       out << line;
@@ -295,9 +317,9 @@ std::string format_catalog(const Catalog& c) {
       log_sum += std::log(x.speedup);
     }
     const double n = static_cast<double>(j - i);
-    out << (j - i) << " entries; the kernel beats " << ref << " at " << wins << "; speedup over " << ref
-        << ": mean " << fmt("%.3f", sum / n) << "x, geometric mean " << fmt("%.3f", std::exp(log_sum / n))
-        << "x\n\n";
+    out << (j - i) << " entries; the kernel beats " << ref << " at " << wins << "; speedup over "
+        << ref << ": mean " << fmt("%.3f", sum / n) << "x, geometric mean "
+        << fmt("%.3f", std::exp(log_sum / n)) << "x\n\n";
     i = j;
   }
   if (c.entries.empty()) out << "the catalog has no entries\n";

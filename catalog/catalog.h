@@ -25,27 +25,27 @@ struct CatalogTime {
 
 struct CatalogEntry {
   // Key.
-  std::string backend;              // gpu | host
-  std::string device;               // the evaluator's device name ("host" on the host backend)
+  std::string backend;  // gpu | host
+  std::string device;   // the evaluator's device name ("host" on the host backend)
   int64_t m = 0, n = 0, k = 0;
-  std::string layout = "nn";        // nn | tn
-  std::string acc = "f32";          // f32 | f16 accumulation
+  std::string layout = "nn";  // nn | tn
+  std::string acc = "f32";    // f32 | f16 accumulation
   // The kernel.
-  std::string kernel_id;            // "k" + 12 hex digits of content_hash(source)
-  std::string hash;                 // the evaluator's compile hash (source + flags + arch)
-  std::string origin;               // where its latest evaluation came from (store or file)
-  CatalogTime time;                 // its own times
-  double cv = 0;                    // spread of its latest evaluation
+  std::string kernel_id;  // "k" + 12 hex digits of content_hash(source)
+  std::string hash;       // the evaluator's compile hash (source + flags + arch)
+  std::string origin;     // where its latest evaluation came from (store or file)
+  CatalogTime time;       // its own times
+  double cv = 0;          // spread of its latest evaluation
   std::map<std::string, CatalogTime> baselines;  // every baseline measured beside it
-  std::string reference;            // the ranking baseline: lt-auto (gpu) | torch (host)
-  double speedup = 0;               // median over evaluations of reference / kernel device time
+  std::string reference;  // the ranking baseline: lt-auto (gpu) | torch (host)
+  double speedup = 0;     // median over evaluations of reference / kernel device time
   double max_abs_dev = 0, dev_bound = 0;  // of its latest evaluation
-  int64_t evaluations = 0;          // evaluations of this kernel behind the medians
-  int64_t competitors = 0;          // distinct verified kernels that competed for this key
-  std::string mode;                 // timing key, e.g. "device/cold/g20"
-  std::string measured_at;          // latest evaluation (UTC)
+  int64_t evaluations = 0;                // evaluations of this kernel behind the medians
+  int64_t competitors = 0;                // distinct verified kernels that competed for this key
+  std::string mode;                       // timing key, e.g. "device/cold/g20"
+  std::string measured_at;                // latest evaluation (UTC)
 
-  std::string shape() const;        // "MxNxK"
+  std::string shape() const;  // "MxNxK"
   // Speedup over a baseline measured beside it (0 when it was not).
   double speedup_over(const std::string& baseline) const;
 };

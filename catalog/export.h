@@ -14,20 +14,20 @@
 namespace kernelrl {
 
 struct ExportOptions {
-  std::filesystem::path out;        // package directory (replaced if it holds an earlier export)
-  std::string arch;                 // "sm_90a"; "" = from the device name (H100/H200 -> sm_90a, ...)
-  std::string device;               // which GPU's entries; "" = the catalog's only GPU
-  bool only_winners = false;        // compile only kernels that beat lt-auto somewhere
-  double min_speedup = 1.0;         // a kernel is dispatched where speedup over lt-auto > this
-  std::string cutlass_include;      // default CUTLASS include dir written into the package
+  std::filesystem::path out;    // package directory (replaced if it holds an earlier export)
+  std::string arch;             // "sm_90a"; "" = from the device name (H100/H200 -> sm_90a, ...)
+  std::string device;           // which GPU's entries; "" = the catalog's only GPU
+  bool only_winners = false;    // compile only kernels that beat lt-auto somewhere
+  double min_speedup = 1.0;     // a kernel is dispatched where speedup over lt-auto > this
+  std::string cutlass_include;  // default CUTLASS include dir written into the package
 };
 
 struct ExportSummary {
   std::string device, arch;
-  int entries = 0;                  // (shape, layout) entries in the dispatch table
-  int wins = 0;                     // of which dispatch to their kernel
-  int kernels = 0;                  // kernel modules in the package
-  std::vector<std::string> notes;   // what was left out and why
+  int entries = 0;                 // (shape, layout) entries in the dispatch table
+  int wins = 0;                    // of which dispatch to their kernel
+  int kernels = 0;                 // kernel modules in the package
+  std::vector<std::string> notes;  // what was left out and why
 };
 
 // The SM architecture of a GPU by name ("NVIDIA H100 80GB HBM3" -> "sm_90a"), "" if unknown.

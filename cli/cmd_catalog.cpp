@@ -33,12 +33,14 @@ fs::path resolve_store(const std::string& from) {
     JobConfig job = load_job_config(p / "config.yaml", {});
     fs::path store = job.reward.store.empty() ? p / "results.sqlite" : fs::path(job.reward.store);
     if (!fs::exists(store))
-      throw UserError("--from: run directory " + from + " has no results store yet (" + store.string() + ")");
+      throw UserError("--from: run directory " + from + " has no results store yet (" +
+                      store.string() + ")");
     return store;
   }
   for (const char* name : {"results.sqlite", "bench.sqlite"})
     if (fs::exists(p / name)) return p / name;
-  throw UserError("--from: " + from + " is neither a results store, a run directory, nor a directory "
+  throw UserError("--from: " + from +
+                  " is neither a results store, a run directory, nor a directory "
                   "holding results.sqlite or bench.sqlite");
 }
 
@@ -53,7 +55,8 @@ std::vector<std::string> split_list(const std::string& s) {
 }  // namespace
 
 void register_catalog(CLI::App& app) {
-  auto* cat = app.add_subcommand("catalog", "The best verified kernel per shape: build, show, export");
+  auto* cat =
+      app.add_subcommand("catalog", "The best verified kernel per shape: build, show, export");
   cat->require_subcommand(1);
 
   struct BuildOpts {
@@ -63,30 +66,41 @@ void register_catalog(CLI::App& app) {
     bool refresh = false;
   };
   auto b = std::make_shared<BuildOpts>();
-  auto* build = cat->add_subcommand(
-      "build", "Best verified kernel per (device, shape, layout, accumulation) from stores, runs and kernel dirs");
-  build->add_option("--from", b->from, "results store, RL run directory, or directory with a store (repeatable)");
-  build->add_option("--kernels", b->kernels,
-                    "kernel directory evaluated on --grid: {M}_{N}_{K}.cu at its shape, any other .cu on "
-                    "every shape (.cpp on the host backend; repeatable)");
-  build->add_option("--grid", b->grid, "shapes for --kernels: full | small | llm | FILE of `MxNxK [nn|tn] [f32|f16]`");
+  auto* build = cat->add_subcommand("build",
+                                    "Best verified kernel per (device, shape, layout, "
+                                    "accumulation) from stores, runs and kernel dirs");
+  build->add_option("--from", b->from,
+                    "results store, RL run directory, or directory with a store (repeatable)");
+  build->add_option(
+      "--kernels", b->kernels,
+      "kernel directory evaluated on --grid: {M}_{N}_{K}.cu at its shape, any other .cu on "
+      "every shape (.cpp on the host backend; repeatable)");
+  build->add_option("--grid", b->grid,
+                    "shapes for --kernels: full | small | llm | FILE of `MxNxK [nn|tn] [f32|f16]`");
   auto* layout_opt = build->add_option("--layout", b->layout, "nn | tn: override the grid's layout")
                          ->check(CLI::IsMember({"nn", "tn"}));
   build->add_option("--out", b->out, "catalog file (JSON)")->required();
-  build->add_option("--l2", b->l2, "cold | hot: the L2 state whose device times count (and --kernels run with)")
+  build
+      ->add_option("--l2", b->l2,
+                   "cold | hot: the L2 state whose device times count (and --kernels run with)")
       ->check(CLI::IsMember({"cold", "hot"}));
   build->add_option("--backend", b->backend, "auto | gpu | host (for --kernels)")
       ->check(CLI::IsMember({"auto", "gpu", "host"}));
-  build->add_option("--baselines", b->baselines, "baselines timed beside --kernels: all | lt-auto,... (comma-separated)");
-  build->add_option("--reference", b->reference,
-                    "the evaluator's reward reference for --kernels (default lt-auto-max; lt-auto times "
-                    "only the task's layout: faster)");
-  build->add_option("--store", b->store, "results store for --kernels (default <dir>/bench.sqlite, as bench)");
+  build->add_option("--baselines", b->baselines,
+                    "baselines timed beside --kernels: all | lt-auto,... (comma-separated)");
+  build->add_option(
+      "--reference", b->reference,
+      "the evaluator's reward reference for --kernels (default lt-auto-max; lt-auto times "
+      "only the task's layout: faster)");
+  build->add_option("--store", b->store,
+                    "results store for --kernels (default <dir>/bench.sqlite, as bench)");
   build->add_option("--cache-dir", b->cache_dir, "compile cache (default ~/.cache/kernelrl)");
-  build->add_flag("--refresh", b->refresh, "re-evaluate --kernels even when the store has their results");
+  build->add_flag("--refresh", b->refresh,
+                  "re-evaluate --kernels even when the store has their results");
   build->callback([b, layout_opt] {
     if (b->from.empty() && b->kernels.empty())
-      throw UserError("catalog build: nothing to build from; pass --from RUN_OR_STORE and/or --kernels DIR");
+      throw UserError(
+          "catalog build: nothing to build from; pass --from RUN_OR_STORE and/or --kernels DIR");
     CatalogBuilder builder(b->l2);
     for (const auto& f : b->from) {
       fs::path store = resolve_store(f);
@@ -106,8 +120,10 @@ void register_catalog(CLI::App& app) {
       const auto& allowed = report_baseline_names();
       for (const auto& name : cfg.baselines)
         if (name != "all" && std::find(allowed.begin(), allowed.end(), name) == allowed.end())
-          throw UserError("--baselines: unknown baseline \"" + name + "\"; allowed: all, torch, cublas-nn, "
-                          "cublas-tn, cublas-max, lt-heuristic, lt-heuristic-max, lt-auto, lt-auto-max");
+          throw UserError(
+              "--baselines: unknown baseline \"" + name +
+              "\"; allowed: all, torch, cublas-nn, "
+              "cublas-tn, cublas-max, lt-heuristic, lt-heuristic-max, lt-auto, lt-auto-max");
       cfg.baselines.push_back("lt-auto");  // the catalog's ranking baseline on a GPU
       if (!b->reference.empty()) {
         if (std::find(allowed.begin(), allowed.end(), b->reference) == allowed.end())
@@ -123,7 +139,9 @@ void register_catalog(CLI::App& app) {
         DirEvalOptions opts;
         opts.general = true;
         opts.refresh = b->refresh;
-        opts.progress = [&](size_t done, size_t, const std::string& s) { progress.update(static_cast<int64_t>(done), s); };
+        opts.progress = [&](size_t done, size_t, const std::string& s) {
+          progress.update(static_cast<int64_t>(done), s);
+        };
         int passed = 0, evaluated = 0;
         for (const auto& item : evaluate_kernel_dir(ev, dir, tasks, opts)) {
           if (item.file.empty()) continue;
@@ -140,26 +158,29 @@ void register_catalog(CLI::App& app) {
         }
         progress.finish();
         builder.add_input(dir + " (grid " + b->grid + ")");
-        std::printf("%s: %d kernel/shape pairs evaluated on %s, %d passed (results in %s)\n", dir.c_str(),
-                    evaluated, ev.device_name().c_str(), passed, store.string().c_str());
+        std::printf("%s: %d kernel/shape pairs evaluated on %s, %d passed (results in %s)\n",
+                    dir.c_str(), evaluated, ev.device_name().c_str(), passed,
+                    store.string().c_str());
       }
     }
     Catalog c = builder.finish();
     write_catalog(b->out, c);
     int64_t skipped = 0;
     for (const auto& [why, n] : c.skipped) skipped += n;
-    std::printf("catalog %s: %zu entries, %zu kernels (%lld evaluations left out; `kernelrl catalog show` "
-                "lists why)\n",
-                b->out.c_str(), c.entries.size(), c.sources.size(), static_cast<long long>(skipped));
+    std::printf(
+        "catalog %s: %zu entries, %zu kernels (%lld evaluations left out; `kernelrl catalog show` "
+        "lists why)\n",
+        b->out.c_str(), c.entries.size(), c.sources.size(), static_cast<long long>(skipped));
   });
 
   auto show_path = std::make_shared<std::string>();
-  auto* show = cat->add_subcommand("show", "Print a catalog: shape, layout, kernel, device us, lt-auto us, speedup");
+  auto* show = cat->add_subcommand(
+      "show", "Print a catalog: shape, layout, kernel, device us, lt-auto us, speedup");
   show->add_option("catalog", *show_path, "catalog file")->required();
   show->callback([show_path] {
     Catalog c = read_catalog(*show_path);
-    std::printf("catalog %s, built %s from %zu input(s)\n\n%s", show_path->c_str(), c.created_at.c_str(),
-                c.inputs.size(), format_catalog(c).c_str());
+    std::printf("catalog %s, built %s from %zu input(s)\n\n%s", show_path->c_str(),
+                c.created_at.c_str(), c.inputs.size(), format_catalog(c).c_str());
   });
 
   struct ExportOpts {
@@ -167,16 +188,21 @@ void register_catalog(CLI::App& app) {
     ExportOptions o;
   };
   auto x = std::make_shared<ExportOpts>();
-  auto* exp = cat->add_subcommand("export", "Write a CMake package: header, shared library, PyTorch operator");
+  auto* exp = cat->add_subcommand(
+      "export", "Write a CMake package: header, shared library, PyTorch operator");
   exp->add_option("catalog", x->catalog, "catalog file")->required();
   exp->add_option("--out", x->o.out, "package directory")->required();
-  exp->add_option("--arch", x->o.arch, "SM architecture of the kernels, e.g. sm_90a (default: from the device)");
-  exp->add_option("--device", x->o.device, "the GPU whose entries to export (when the catalog has several)");
+  exp->add_option("--arch", x->o.arch,
+                  "SM architecture of the kernels, e.g. sm_90a (default: from the device)");
+  exp->add_option("--device", x->o.device,
+                  "the GPU whose entries to export (when the catalog has several)");
   exp->add_option("--min-speedup", x->o.min_speedup,
                   "dispatch to a kernel where its speedup over lt-auto exceeds this (default 1)");
-  exp->add_flag("--only-winners", x->o.only_winners, "compile only the kernels that are dispatched to");
-  exp->add_option("--cutlass-include", x->o.cutlass_include,
-                  "CUTLASS include dir written as the package's default (default: the evaluator's)");
+  exp->add_flag("--only-winners", x->o.only_winners,
+                "compile only the kernels that are dispatched to");
+  exp->add_option(
+      "--cutlass-include", x->o.cutlass_include,
+      "CUTLASS include dir written as the package's default (default: the evaluator's)");
   exp->callback([x] {
     Catalog c = read_catalog(x->catalog);
     if (x->o.cutlass_include.empty()) {
@@ -184,13 +210,15 @@ void register_catalog(CLI::App& app) {
       if (!dirs.empty()) x->o.cutlass_include = dirs[0];
     }
     ExportSummary s = export_catalog(c, x->o);
-    std::printf("exported %s: %d entries for %s, %d dispatch to their kernel, %d kernel module(s) for %s\n",
-                x->o.out.c_str(), s.entries, s.device.empty() ? "no GPU" : s.device.c_str(), s.wins, s.kernels,
-                s.arch.c_str());
+    std::printf(
+        "exported %s: %d entries for %s, %d dispatch to their kernel, %d kernel module(s) for %s\n",
+        x->o.out.c_str(), s.entries, s.device.empty() ? "no GPU" : s.device.c_str(), s.wins,
+        s.kernels, s.arch.c_str());
     for (const auto& n : s.notes) std::printf("  note: %s\n", n.c_str());
-    std::printf("build: cmake -S %s -B %s/build && cmake --build %s/build -j && cmake --install %s/build "
-                "--prefix PREFIX\n",
-                x->o.out.c_str(), x->o.out.c_str(), x->o.out.c_str(), x->o.out.c_str());
+    std::printf(
+        "build: cmake -S %s -B %s/build && cmake --build %s/build -j && cmake --install %s/build "
+        "--prefix PREFIX\n",
+        x->o.out.c_str(), x->o.out.c_str(), x->o.out.c_str(), x->o.out.c_str());
   });
 }
 

@@ -19,12 +19,21 @@ bool is_shape_name(const std::string& stem) {
   return std::regex_match(stem, re);
 }
 
+DirEvalItem make_item(const TaskSpec& task, const fs::path& file, const std::string& source) {
+  DirEvalItem item;
+  item.task = task;
+  item.file = file;
+  item.source = source;
+  return item;
+}
+
 }  // namespace
 
 std::optional<fs::path> shape_kernel_file(const fs::path& dir, const TaskSpec& task, bool gpu) {
   fs::path file = dir / (shape_stem(task) + ".cu");
   if (fs::exists(file)) return file;
-  if (!gpu && fs::exists(dir / (shape_stem(task) + ".cpp"))) return dir / (shape_stem(task) + ".cpp");
+  if (!gpu && fs::exists(dir / (shape_stem(task) + ".cpp")))
+    return dir / (shape_stem(task) + ".cpp");
   return std::nullopt;
 }
 
@@ -47,15 +56,16 @@ std::vector<DirEvalItem> evaluate_kernel_dir(Evaluator& ev, const fs::path& dir,
   const bool gpu = ev.backend() == "gpu";
   std::vector<std::pair<fs::path, std::string>> general;
   if (o.general)
-    for (const auto& f : general_kernel_files(dir, gpu)) general.emplace_back(f, read_file(f, "kernel"));
+    for (const auto& f : general_kernel_files(dir, gpu))
+      general.emplace_back(f, read_file(f, "kernel"));
 
   // Per task: its kernels, in output order.
   std::vector<std::vector<DirEvalItem>> per_task(tasks.size());
   std::vector<std::string> to_compile;
   for (size_t i = 0; i < tasks.size(); ++i) {
     if (auto f = shape_kernel_file(dir, tasks[i], gpu))
-      per_task[i].push_back({tasks[i], *f, read_file(*f, "kernel"), {}, false});
-    for (const auto& [f, src] : general) per_task[i].push_back({tasks[i], f, src, {}, false});
+      per_task[i].push_back(make_item(tasks[i], *f, read_file(*f, "kernel")));
+    for (const auto& [f, src] : general) per_task[i].push_back(make_item(tasks[i], f, src));
     for (auto& item : per_task[i]) {
       if (!o.refresh) {
         if (auto r = ev.cached_result(item.task, item.source)) {
@@ -88,10 +98,11 @@ std::vector<DirEvalItem> evaluate_kernel_dir(Evaluator& ev, const fs::path& dir,
     if (!items.empty()) {
       int passed = 0;
       for (const auto& it : items) passed += it.result.passed();
-      status = items.size() == 1 ? status_name(items[0].result.status)
-                                 : std::to_string(passed) + "/" + std::to_string(items.size()) + " ok";
+      status = items.size() == 1
+                   ? status_name(items[0].result.status)
+                   : std::to_string(passed) + "/" + std::to_string(items.size()) + " ok";
     } else {
-      items.push_back({tasks[i], {}, {}, {}, false});
+      items.push_back(make_item(tasks[i], {}, {}));
     }
     for (auto& it : items) out.push_back(std::move(it));
     if (o.progress) o.progress(i + 1, tasks.size(), tasks[i].name + " " + status);

@@ -28,7 +28,7 @@ struct DirEvalItem {
   std::filesystem::path file;  // empty when the task has no kernel (bench's "missing" row)
   std::string source;
   EvalResult result;
-  bool resumed = false;        // taken from the store (same source, task and settings)
+  bool resumed = false;  // taken from the store (same source, task and settings)
 };
 
 struct DirEvalOptions {

@@ -36,13 +36,16 @@ TEST(CatalogCli, BuildFromAHostKernelDirectoryKeepsTheFastestCorrectKernel) {
   testing::write_text(dir / "k" / "fast.cpp", fast);
   testing::write_text(dir / "k" / "slow.cpp", slow_host_kernel());
   testing::write_text(dir / "k" / "wrong.cpp", fixture("host_shrink_k.cpp"));
-  testing::write_text(dir / "k" / "16_24_64.cpp", fixture("host_unwritten.cpp"));  // this shape only
+  testing::write_text(dir / "k" / "16_24_64.cpp",
+                      fixture("host_unwritten.cpp"));  // this shape only
   testing::write_text(dir / "grid.txt", "16x24x64\n32x16x64\n");
-  auto r = testing::run_kernelrl("catalog build --kernels " + (dir / "k").string() + " --grid " +
-                                 (dir / "grid.txt").string() + " --out " + (dir / "cat.json").string() +
-                                 " --backend host --l2 hot --cache-dir " + (dir / "cache").string());
+  auto r =
+      testing::run_kernelrl("catalog build --kernels " + (dir / "k").string() + " --grid " +
+                            (dir / "grid.txt").string() + " --out " + (dir / "cat.json").string() +
+                            " --backend host --l2 hot --cache-dir " + (dir / "cache").string());
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("7 kernel/shape pairs evaluated on host, 4 passed"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("7 kernel/shape pairs evaluated on host, 4 passed"), std::string::npos)
+      << r.output;
   auto j = nlohmann::json::parse(testing::read_text(dir / "cat.json"));
   ASSERT_EQ(j["entries"].size(), 2u) << j.dump(1);
   for (const auto& e : j["entries"]) {
@@ -68,10 +71,11 @@ TEST(CatalogCli, BuildFromAHostKernelDirectoryKeepsTheFastestCorrectKernel) {
   auto missing = testing::run_kernelrl("catalog show " + (dir / "nope.json").string());
   EXPECT_EQ(missing.exit_code, 2) << missing.output;
   fs::create_directories(dir / "empty");
-  auto not_store = testing::run_kernelrl("catalog build --from " + (dir / "empty").string() + " --out " +
-                                         (dir / "x.json").string());
+  auto not_store = testing::run_kernelrl("catalog build --from " + (dir / "empty").string() +
+                                         " --out " + (dir / "x.json").string());
   EXPECT_EQ(not_store.exit_code, 2) << not_store.output;
-  EXPECT_NE(not_store.output.find("neither a results store"), std::string::npos) << not_store.output;
+  EXPECT_NE(not_store.output.find("neither a results store"), std::string::npos)
+      << not_store.output;
 }
 
 // gpu_naive.cu with a 32x8 block: a different kernel under the same external name hgemm_naive.
@@ -84,8 +88,8 @@ std::string naive_32x8() {
   return s;
 }
 
-void add_gpu_row(ResultStore& store, const std::string& task, const std::string& source, double cand_us,
-                 double lt_us) {
+void add_gpu_row(ResultStore& store, const std::string& task, const std::string& source,
+                 double cand_us, double lt_us) {
   EvalResult r;
   r.hash = "h" + std::to_string(source.size());
   r.task = task;
@@ -100,17 +104,20 @@ TEST(CatalogCli, ExportedPackageBuildsInstallsAndAConsumerFindsIt) {
   const std::string k1 = fixture("gpu_naive.cu"), k2 = naive_32x8();
   {
     ResultStore store(dir / "gpu.sqlite");
-    add_gpu_row(store, "hgemm_128x128x128_nn", k1, 4.0, 6.0);   // 1.5x: dispatched
-    add_gpu_row(store, "hgemm_256x256x256_nn", k2, 5.0, 6.0);   // 1.2x: dispatched
-    add_gpu_row(store, "hgemm_512x512x512_nn", k1, 20.0, 10.0); // 0.5x: cuBLASLt
+    add_gpu_row(store, "hgemm_128x128x128_nn", k1, 4.0, 6.0);    // 1.5x: dispatched
+    add_gpu_row(store, "hgemm_256x256x256_nn", k2, 5.0, 6.0);    // 1.2x: dispatched
+    add_gpu_row(store, "hgemm_512x512x512_nn", k1, 20.0, 10.0);  // 0.5x: cuBLASLt
   }
   const std::string cat = (dir / "cat.json").string(), pkg = (dir / "pkg").string();
-  auto b = testing::run_kernelrl("catalog build --from " + (dir / "gpu.sqlite").string() + " --out " + cat);
+  auto b = testing::run_kernelrl("catalog build --from " + (dir / "gpu.sqlite").string() +
+                                 " --out " + cat);
   ASSERT_EQ(b.exit_code, 0) << b.output;
   auto x = testing::run_kernelrl("catalog export " + cat + " --out " + pkg);
   ASSERT_EQ(x.exit_code, 0) << x.output;
-  EXPECT_NE(x.output.find("3 entries for NVIDIA H100 80GB HBM3, 2 dispatch to their kernel, 2 kernel module(s) for sm_90a"),
-            std::string::npos) << x.output;
+  EXPECT_NE(x.output.find("3 entries for NVIDIA H100 80GB HBM3, 2 dispatch to their kernel, 2 "
+                          "kernel module(s) for sm_90a"),
+            std::string::npos)
+      << x.output;
   // Kernel ids by source, from the exported catalog.
   auto j = nlohmann::json::parse(testing::read_text(dir / "pkg" / "catalog.json"));
   std::string id1, id2;
@@ -120,9 +127,11 @@ TEST(CatalogCli, ExportedPackageBuildsInstallsAndAConsumerFindsIt) {
   ASSERT_FALSE(id2.empty());
 
   const std::string build = (dir / "build").string(), prefix = (dir / "prefix").string();
-  auto cfg = testing::run_command("cmake -S " + pkg + " -B " + build + " -DKERNELRL_CATALOG_TORCH=OFF");
+  auto cfg =
+      testing::run_command("cmake -S " + pkg + " -B " + build + " -DKERNELRL_CATALOG_TORCH=OFF");
   ASSERT_EQ(cfg.exit_code, 0) << cfg.output;
-  EXPECT_NE(cfg.output.find("2 kernel(s) for sm_90a, PyTorch operators: OFF"), std::string::npos) << cfg.output;
+  EXPECT_NE(cfg.output.find("2 kernel(s) for sm_90a, PyTorch operators: OFF"), std::string::npos)
+      << cfg.output;
   auto bld = testing::run_command("cmake --build " + build + " -j 2");
   ASSERT_EQ(bld.exit_code, 0) << bld.output;  // both kernels define hgemm_naive: no clash
   auto ins = testing::run_command("cmake --install " + build + " --prefix " + prefix);
@@ -130,7 +139,8 @@ TEST(CatalogCli, ExportedPackageBuildsInstallsAndAConsumerFindsIt) {
 
   // Each module's dynamic symbol table defines exactly its renamed entry point.
   for (const auto& id : {id1, id2}) {
-    auto nm = testing::run_command("nm -D --defined-only " + prefix + "/lib/kernelrl_catalog_kernels/" + id + ".so");
+    auto nm = testing::run_command("nm -D --defined-only " + prefix +
+                                   "/lib/kernelrl_catalog_kernels/" + id + ".so");
     ASSERT_EQ(nm.exit_code, 0) << nm.output;
     EXPECT_NE(nm.output.find(" T kernelrl_catalog_" + id + "\n"), std::string::npos) << nm.output;
     EXPECT_EQ(nm.output.find("hgemm_naive"), std::string::npos) << nm.output;
@@ -175,7 +185,8 @@ int main() {
   ASSERT_EQ(ubld.exit_code, 0) << ubld.output;
   auto run = testing::run_command(ubuild + "/use");
   ASSERT_EQ(run.exit_code, 0) << run.output;
-  EXPECT_NE(run.output.find("entries 3 wins 2 arch sm_90a device NVIDIA H100 80GB HBM3"), std::string::npos)
+  EXPECT_NE(run.output.find("entries 3 wins 2 arch sm_90a device NVIDIA H100 80GB HBM3"),
+            std::string::npos)
       << run.output;
   EXPECT_NE(run.output.find("128nn " + id1 + "\n"), std::string::npos) << run.output;
   EXPECT_NE(run.output.find("256nn " + id2 + "\n"), std::string::npos) << run.output;
@@ -184,7 +195,8 @@ int main() {
   EXPECT_NE(run.output.find("100nn cublaslt\n"), std::string::npos) << run.output;
   EXPECT_NE(run.output.find("catalog 512nn " + id1 + "\n"), std::string::npos) << run.output;
   EXPECT_NE(run.output.find("cublaslt 128nn cublaslt\n"), std::string::npos) << run.output;
-  EXPECT_NE(run.output.find("refused: kernelrl_catalog::hgemm: null operand"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("refused: kernelrl_catalog::hgemm: null operand"), std::string::npos)
+      << run.output;
 }
 
 }  // namespace

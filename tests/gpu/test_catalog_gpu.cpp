@@ -92,13 +92,14 @@ TEST(CatalogGpu, ExportedLibraryMatchesCublasOnCatalogAndUnseenShapes) {
     }
   ASSERT_FALSE(tn_source.empty());
   testing::write_text(dir / "k" / "wmma_tn.cu", tn_source);
-  testing::write_text(dir / "grid.txt", "128x128x128 nn\n192x320x448 nn\n256x256x128 tn\n64x128x192 tn\n");
+  testing::write_text(dir / "grid.txt",
+                      "128x128x128 nn\n192x320x448 nn\n256x256x128 tn\n64x128x192 tn\n");
 
   const std::string cat = (dir / "cat.json").string(), pkg = (dir / "pkg").string();
-  auto b = testing::run_kernelrl("catalog build --kernels " + (dir / "k").string() + " --grid " +
-                                 (dir / "grid.txt").string() + " --out " + cat +
-                                 " --backend gpu --reference lt-auto --baselines lt-auto --cache-dir " +
-                                 (dir / "cache").string());
+  auto b = testing::run_kernelrl(
+      "catalog build --kernels " + (dir / "k").string() + " --grid " + (dir / "grid.txt").string() +
+      " --out " + cat + " --backend gpu --reference lt-auto --baselines lt-auto --cache-dir " +
+      (dir / "cache").string());
   ASSERT_EQ(b.exit_code, 0) << b.output;
   std::printf("%s\n", testing::run_kernelrl("catalog show " + cat).output.c_str());
   auto j = nlohmann::json::parse(testing::read_text(cat));
@@ -106,7 +107,8 @@ TEST(CatalogGpu, ExportedLibraryMatchesCublasOnCatalogAndUnseenShapes) {
   auto x = testing::run_kernelrl("catalog export " + cat + " --out " + pkg);
   ASSERT_EQ(x.exit_code, 0) << x.output;
   const std::string build = (dir / "build").string();
-  auto cfg = testing::run_command("cmake -S " + pkg + " -B " + build + " -DKERNELRL_CATALOG_TORCH=OFF");
+  auto cfg =
+      testing::run_command("cmake -S " + pkg + " -B " + build + " -DKERNELRL_CATALOG_TORCH=OFF");
   ASSERT_EQ(cfg.exit_code, 0) << cfg.output;
   auto bld = testing::run_command("cmake --build " + build + " -j 8");
   ASSERT_EQ(bld.exit_code, 0) << bld.output;
@@ -144,7 +146,7 @@ TEST(CatalogGpu, ExportedLibraryMatchesCublasOnCatalogAndUnseenShapes) {
   }
   // Shapes the catalog never saw: cuBLASLt, autotuned at the first call.
   lib.set_dispatch(0);
-  std::vector<Shape> unseen = {{77, 131, 200, 0}, {77, 131, 200, 1}, {1000, 512, 4096, 0},
+  std::vector<Shape> unseen = {{77, 131, 200, 0},   {77, 131, 200, 1},     {1000, 512, 4096, 0},
                                {64, 4096, 1024, 1}, {4096, 4096, 4096, 0}, {1, 8, 8, 1}};
   for (const auto& s : unseen) {
     ASSERT_EQ(lib.route(s.m, s.n, s.k, s.layout), nullptr);
@@ -163,14 +165,17 @@ TEST(CatalogGpu, ExportedLibraryMatchesCublasOnCatalogAndUnseenShapes) {
   lib.set_dispatch(2);
   for (Shape s : {Shape{128, 128, 128, 0}, Shape{77, 131, 200, 0}}) {
     auto opt = at::TensorOptions().dtype(at::kHalf).device(at::kCUDA);
-    at::Tensor a = at::randn({s.m, s.k}, opt), bm = at::randn({s.k, s.n}, opt), c = at::empty({s.m, s.n}, opt);
+    at::Tensor a = at::randn({s.m, s.k}, opt), bm = at::randn({s.k, s.n}, opt),
+               c = at::empty({s.m, s.n}, opt);
     at::cuda::CUDAStream stream = at::cuda::getStreamFromPool();
     at::cuda::CUDAStreamGuard guard(stream);
-    ASSERT_EQ(lib.hgemm(s.m, s.n, s.k, a.data_ptr(), bm.data_ptr(), c.data_ptr(), 0, stream.stream()), 0)
+    ASSERT_EQ(
+        lib.hgemm(s.m, s.n, s.k, a.data_ptr(), bm.data_ptr(), c.data_ptr(), 0, stream.stream()), 0)
         << lib.last_error();
     at::cuda::CUDAGraph graph;
     graph.capture_begin();
-    int rc = lib.hgemm(s.m, s.n, s.k, a.data_ptr(), bm.data_ptr(), c.data_ptr(), 0, stream.stream());
+    int rc =
+        lib.hgemm(s.m, s.n, s.k, a.data_ptr(), bm.data_ptr(), c.data_ptr(), 0, stream.stream());
     graph.capture_end();
     ASSERT_EQ(rc, 0) << lib.last_error();
     c.fill_(NAN);
@@ -179,14 +184,17 @@ TEST(CatalogGpu, ExportedLibraryMatchesCublasOnCatalogAndUnseenShapes) {
     at::globalContext().setAllowTF32CuBLAS(false);
     at::Tensor ref = at::matmul(a.to(at::kFloat), bm.to(at::kFloat));
     double dev = (c.to(at::kFloat) - ref).abs().max().item<double>();
-    double bound = 2.0 * std::max((at::matmul(a, bm).to(at::kFloat) - ref).abs().max().item<double>(),
-                                  std::ldexp(ref.abs().max().item<double>(), -11));
+    double bound =
+        2.0 * std::max((at::matmul(a, bm).to(at::kFloat) - ref).abs().max().item<double>(),
+                       std::ldexp(ref.abs().max().item<double>(), -11));
     EXPECT_LE(dev, bound) << "graph replay " << s.m << "x" << s.n << "x" << s.k;
   }
 }
 
 #else
-TEST(CatalogGpu, ExportedLibraryMatchesCublasOnCatalogAndUnseenShapes) { GTEST_SKIP() << "built without CUDA"; }
+TEST(CatalogGpu, ExportedLibraryMatchesCublasOnCatalogAndUnseenShapes) {
+  GTEST_SKIP() << "built without CUDA";
+}
 #endif
 
 }  // namespace

@@ -161,7 +161,8 @@ TEST(Catalog, KernelsFromSeveralStoresCompeteAndTheFileRoundTrips) {
 TEST(Catalog, ShowPrintsOneRowPerEntryWithTheReferenceAndWins) {
   testing::ScratchDir dir;
   store_rows(dir / "g.sqlite", "gpu", "NVIDIA H100 80GB HBM3",
-             {{"hgemm_256x512x128_nn", kSrcA, 8.0, 10.0}, {"hgemm_4096x4096x4096_tn", kSrcB, 200.0, 100.0}});
+             {{"hgemm_256x512x128_nn", kSrcA, 8.0, 10.0},
+              {"hgemm_4096x4096x4096_tn", kSrcB, 200.0, 100.0}});
   CatalogBuilder b;
   b.add_store(dir / "g.sqlite");
   std::string table = format_catalog(b.finish());
@@ -179,7 +180,8 @@ TEST(Catalog, ShowPrintsOneRowPerEntryWithTheReferenceAndWins) {
 }
 
 CatalogEntry gpu_entry(const std::string& device, int64_t m, const std::string& layout,
-                       const std::string& acc, const std::string& id, double kernel_us, double lt_us) {
+                       const std::string& acc, const std::string& id, double kernel_us,
+                       double lt_us) {
   CatalogEntry e;
   e.backend = "gpu";
   e.device = device;
@@ -198,15 +200,19 @@ TEST(Catalog, ExportWritesTheDispatchTableKernelsAndPackageFiles) {
   testing::ScratchDir dir;
   const std::string h100 = "NVIDIA H100 80GB HBM3";
   Catalog c;
-  c.entries = {gpu_entry(h100, 256, "nn", "f32", "kaaaaaaaaaaaa", 10, 8),     // loses: 0.8x
-               gpu_entry(h100, 128, "nn", "f32", "kbbbbbbbbbbbb", 4, 5.2),    // wins: 1.3x
-               gpu_entry(h100, 128, "tn", "f32", "kbbbbbbbbbbbb", 4, 5),      // wins: 1.25x
-               gpu_entry(h100, 512, "nn", "f16", "kcccccccccccc", 1, 9)};     // fp16 acc: out
+  c.entries = {gpu_entry(h100, 256, "nn", "f32", "kaaaaaaaaaaaa", 10, 8),   // loses: 0.8x
+               gpu_entry(h100, 128, "nn", "f32", "kbbbbbbbbbbbb", 4, 5.2),  // wins: 1.3x
+               gpu_entry(h100, 128, "tn", "f32", "kbbbbbbbbbbbb", 4, 5),    // wins: 1.25x
+               gpu_entry(h100, 512, "nn", "f16", "kcccccccccccc", 1, 9)};   // fp16 acc: out
   CatalogEntry host = gpu_entry("host", 64, "nn", "f32", "kdddddddddddd", 1, 2);
   host.backend = "host";
   c.entries.push_back(host);
-  c.sources = {{"kaaaaaaaaaaaa", "// A\nextern \"C\" int kernelrl_launch(const kernelrl_args*, void*) { return 0; }\n"},
-               {"kbbbbbbbbbbbb", "// B\n"}, {"kcccccccccccc", "// C\n"}, {"kdddddddddddd", "// D\n"}};
+  c.sources = {
+      {"kaaaaaaaaaaaa",
+       "// A\nextern \"C\" int kernelrl_launch(const kernelrl_args*, void*) { return 0; }\n"},
+      {"kbbbbbbbbbbbb", "// B\n"},
+      {"kcccccccccccc", "// C\n"},
+      {"kdddddddddddd", "// D\n"}};
 
   ExportOptions o;
   o.out = dir / "pkg";
@@ -218,17 +224,20 @@ TEST(Catalog, ExportWritesTheDispatchTableKernelsAndPackageFiles) {
   EXPECT_EQ(s.kernels, 2);
   EXPECT_EQ(s.notes.size(), 2u);  // the host entry, the fp16 entry
 
-  for (const char* f : {"CMakeLists.txt", "README.md", "cmake/KernelRLCatalogConfig.cmake.in",
-                        "include/kernelrl_catalog.h", "src/kernelrl_catalog.cpp", "src/torch_op.cpp",
-                        "kernels/exports.map", "kernels/kernel_abi.h", "catalog.json", "catalog.cmake"})
+  for (const char* f :
+       {"CMakeLists.txt", "README.md", "cmake/KernelRLCatalogConfig.cmake.in",
+        "include/kernelrl_catalog.h", "src/kernelrl_catalog.cpp", "src/torch_op.cpp",
+        "kernels/exports.map", "kernels/kernel_abi.h", "catalog.json", "catalog.cmake"})
     EXPECT_TRUE(fs::exists(dir / "pkg" / f)) << f;
   // The package's own templates are verbatim (their @VAR@ are for the package's configure).
-  EXPECT_NE(testing::read_text(dir / "pkg/cmake/KernelRLCatalogConfig.cmake.in").find("@PACKAGE_INIT@"),
-            std::string::npos);
+  EXPECT_NE(
+      testing::read_text(dir / "pkg/cmake/KernelRLCatalogConfig.cmake.in").find("@PACKAGE_INIT@"),
+      std::string::npos);
   std::string table = testing::read_text(dir / "pkg/src/catalog_table.inc");
   // Sorted by (M, N, K, layout); kernel indices in first-use order.
   EXPECT_NE(table.find("{\"kbbbbbbbbbbbb\", \"kaaaaaaaaaaaa\"}"), std::string::npos) << table;
-  size_t r1 = table.find("{128, 128, 128, 0, 0, 4, 5.2, true}"), r2 = table.find("{128, 128, 128, 1, 0, 4, 5, true}"),
+  size_t r1 = table.find("{128, 128, 128, 0, 0, 4, 5.2, true}"),
+         r2 = table.find("{128, 128, 128, 1, 0, 4, 5, true}"),
          r3 = table.find("{256, 256, 256, 0, 1, 10, 8, false}");
   ASSERT_NE(r1, std::string::npos) << table;
   ASSERT_NE(r2, std::string::npos) << table;
@@ -239,11 +248,13 @@ TEST(Catalog, ExportWritesTheDispatchTableKernelsAndPackageFiles) {
   EXPECT_NE(table.find("kCatalogDevice[] = \"NVIDIA H100 80GB HBM3\""), std::string::npos) << table;
 
   std::string cm = testing::read_text(dir / "pkg/catalog.cmake");
-  EXPECT_NE(cm.find("set(KERNELRL_CATALOG_KERNELS kbbbbbbbbbbbb kaaaaaaaaaaaa)"), std::string::npos) << cm;
+  EXPECT_NE(cm.find("set(KERNELRL_CATALOG_KERNELS kbbbbbbbbbbbb kaaaaaaaaaaaa)"), std::string::npos)
+      << cm;
   EXPECT_NE(cm.find("set(KERNELRL_CATALOG_ARCH_DEFAULT \"90a\")"), std::string::npos) << cm;
   std::string ka = testing::read_text(dir / "pkg/kernels/kaaaaaaaaaaaa.cu");
   // The source follows the ABI include and a #line, byte for byte.
-  const std::string tail = "#include \"kernel_abi.h\"\n#line 1 \"kaaaaaaaaaaaa.cu\"\n" + c.sources["kaaaaaaaaaaaa"];
+  const std::string tail =
+      "#include \"kernel_abi.h\"\n#line 1 \"kaaaaaaaaaaaa.cu\"\n" + c.sources["kaaaaaaaaaaaa"];
   ASSERT_GE(ka.size(), tail.size());
   EXPECT_EQ(ka.substr(ka.size() - tail.size()), tail);
   EXPECT_FALSE(fs::exists(dir / "pkg/kernels/kcccccccccccc.cu"));

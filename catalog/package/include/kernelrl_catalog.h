@@ -62,7 +62,8 @@ namespace kernelrl_catalog {
 inline void hgemm(int64_t m, int64_t n, int64_t k, const void* a, const void* b, void* c,
                   kernelrl_layout layout = KERNELRL_LAYOUT_NN, void* stream = nullptr) {
   if (kernelrl_catalog_hgemm(m, n, k, a, b, c, layout, stream) != 0)
-    throw std::runtime_error(std::string("kernelrl_catalog::hgemm: ") + kernelrl_catalog_last_error());
+    throw std::runtime_error(std::string("kernelrl_catalog::hgemm: ") +
+                             kernelrl_catalog_last_error());
 }
 
 }  // namespace kernelrl_catalog

@@ -32,11 +32,11 @@ namespace {
 
 struct Entry {
   int64_t m, n, k;
-  int layout;         // kernelrl_layout
-  int kernel;         // index into kKernelIds
-  double kernel_us;   // the kernel's device time in the catalog
-  double lt_us;       // cuBLASLt autotuned (lt-auto, same layout) measured beside it
-  bool wins;          // dispatch to the kernel in AUTO mode
+  int layout;        // kernelrl_layout
+  int kernel;        // index into kKernelIds
+  double kernel_us;  // the kernel's device time in the catalog
+  double lt_us;      // cuBLASLt autotuned (lt-auto, same layout) measured beside it
+  bool wins;         // dispatch to the kernel in AUTO mode
 };
 
 }  // namespace
@@ -62,11 +62,15 @@ kernelrl_dispatch dispatch_mode() {
   if (d >= 0) return static_cast<kernelrl_dispatch>(d);
   d = KERNELRL_DISPATCH_AUTO;
   if (const char* e = std::getenv("KERNELRL_CATALOG_DISPATCH")) {
-    if (!std::strcmp(e, "cublaslt")) d = KERNELRL_DISPATCH_CUBLASLT;
-    else if (!std::strcmp(e, "catalog")) d = KERNELRL_DISPATCH_CATALOG;
+    if (!std::strcmp(e, "cublaslt"))
+      d = KERNELRL_DISPATCH_CUBLASLT;
+    else if (!std::strcmp(e, "catalog"))
+      d = KERNELRL_DISPATCH_CATALOG;
     else if (std::strcmp(e, "auto") != 0)
-      std::fprintf(stderr, "kernelrl_catalog: KERNELRL_CATALOG_DISPATCH=%s is not auto, cublaslt or "
-                   "catalog; using auto\n", e);
+      std::fprintf(stderr,
+                   "kernelrl_catalog: KERNELRL_CATALOG_DISPATCH=%s is not auto, cublaslt or "
+                   "catalog; using auto\n",
+                   e);
   }
   int expected = -1;
   g_dispatch.compare_exchange_strong(expected, d);
@@ -76,10 +80,11 @@ kernelrl_dispatch dispatch_mode() {
 const Entry* find_entry(int64_t m, int64_t n, int64_t k, int layout) {
   // kEntries is sorted by (m, n, k, layout).
   auto key = std::make_tuple(m, n, k, layout);
-  auto it = std::lower_bound(kEntries.begin(), kEntries.end(), key, [](const Entry& e, const auto& x) {
-    return std::make_tuple(e.m, e.n, e.k, e.layout) < x;
-  });
-  if (it == kEntries.end() || std::make_tuple(it->m, it->n, it->k, it->layout) != key) return nullptr;
+  auto it = std::lower_bound(
+      kEntries.begin(), kEntries.end(), key,
+      [](const Entry& e, const auto& x) { return std::make_tuple(e.m, e.n, e.k, e.layout) < x; });
+  if (it == kEntries.end() || std::make_tuple(it->m, it->n, it->k, it->layout) != key)
+    return nullptr;
   return &*it;
 }
 
@@ -101,10 +106,12 @@ std::vector<LaunchFn> g_kernels(kKernelIds.size(), nullptr);
 std::string kernel_dir() {
   if (const char* e = std::getenv("KERNELRL_CATALOG_KERNEL_DIR"); e && *e) return e;
   Dl_info info{};
-  if (!dladdr(reinterpret_cast<void*>(&kernelrl_catalog_hgemm), &info) || !info.dli_fname) return ".";
+  if (!dladdr(reinterpret_cast<void*>(&kernelrl_catalog_hgemm), &info) || !info.dli_fname)
+    return ".";
   std::string lib = info.dli_fname;
   size_t slash = lib.rfind('/');
-  return (slash == std::string::npos ? std::string(".") : lib.substr(0, slash)) + "/kernelrl_catalog_kernels";
+  return (slash == std::string::npos ? std::string(".") : lib.substr(0, slash)) +
+         "/kernelrl_catalog_kernels";
 }
 
 LaunchFn load_kernel(int index) {
@@ -162,22 +169,24 @@ struct LtPlan {
   bool tuned = false;  // chosen by timing (else: the top heuristic, until a call outside capture)
 };
 
-using PlanKey = std::tuple<int, int64_t, int64_t, int64_t, int, uintptr_t>;  // dev, m, n, k, layout, align
+using PlanKey =
+    std::tuple<int, int64_t, int64_t, int64_t, int, uintptr_t>;  // dev, m, n, k, layout, align
 
 std::mutex g_lt_mu;
 std::map<int, cublasLtHandle_t> g_handles;
 std::map<PlanKey, LtPlan> g_plans;
 
-#define KRL_LT(stmt)                                                                    \
-  do {                                                                                  \
-    cublasStatus_t s_ = (stmt);                                                         \
-    if (s_ != CUBLAS_STATUS_SUCCESS)                                                    \
-      return fail(2, std::string(#stmt) + " failed: " + cublasLtGetStatusName(s_));       \
+#define KRL_LT(stmt)                                                                \
+  do {                                                                              \
+    cublasStatus_t s_ = (stmt);                                                     \
+    if (s_ != CUBLAS_STATUS_SUCCESS)                                                \
+      return fail(2, std::string(#stmt) + " failed: " + cublasLtGetStatusName(s_)); \
   } while (0)
-#define KRL_CUDA(stmt)                                                                  \
-  do {                                                                                  \
-    cudaError_t s_ = (stmt);                                                            \
-    if (s_ != cudaSuccess) return fail(2, std::string(#stmt) + " failed: " + cudaGetErrorString(s_)); \
+#define KRL_CUDA(stmt)                                                           \
+  do {                                                                           \
+    cudaError_t s_ = (stmt);                                                     \
+    if (s_ != cudaSuccess)                                                       \
+      return fail(2, std::string(#stmt) + " failed: " + cudaGetErrorString(s_)); \
   } while (0)
 
 uintptr_t alignment_of(const void* p) {
@@ -192,7 +201,8 @@ int make_plan(LtPlan& p, cublasLtHandle_t lt, int64_t m, int64_t n, int64_t k, i
   cublasOperation_t ta = layout == KERNELRL_LAYOUT_TN ? CUBLAS_OP_T : CUBLAS_OP_N, tb = CUBLAS_OP_N;
   KRL_LT(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
   KRL_LT(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
-  if (layout == KERNELRL_LAYOUT_TN)  // B (N x K row-major) viewed column-major: K x N, ld K, transposed
+  if (layout ==
+      KERNELRL_LAYOUT_TN)  // B (N x K row-major) viewed column-major: K x N, ld K, transposed
     KRL_LT(cublasLtMatrixLayoutCreate(&p.lb, CUDA_R_16F, k, n, k));
   else
     KRL_LT(cublasLtMatrixLayoutCreate(&p.lb, CUDA_R_16F, n, k, n));
@@ -202,10 +212,12 @@ int make_plan(LtPlan& p, cublasLtHandle_t lt, int64_t m, int64_t n, int64_t k, i
   KRL_LT(cublasLtMatmulPreferenceCreate(&pref));
   size_t ws = kWorkspaceBytes;
   uint32_t al = static_cast<uint32_t>(align);
-  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
+  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws,
+                                       sizeof ws);
   // The smallest alignment of the three operands; the first operand of the column-major view is B.
-  for (auto attr : {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
-                    CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES})
+  for (auto attr :
+       {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES})
     cublasLtMatmulPreferenceSetAttribute(pref, attr, &al, sizeof al);
   std::vector<cublasLtMatmulHeuristicResult_t> res(100);
   int found = 0;
@@ -234,7 +246,8 @@ int autotune(cublasLtHandle_t lt, LtPlan& p, const void* a, const void* b, void*
              cudaStream_t stream) {
   const int n = static_cast<int>(p.algos.size()), kRounds = 3, kCalls = 3;
   std::vector<bool> usable(n, true);
-  for (int i = 0; i < n; ++i) usable[i] = lt_run(lt, p, i, a, b, c, ws, stream) == CUBLAS_STATUS_SUCCESS;
+  for (int i = 0; i < n; ++i)
+    usable[i] = lt_run(lt, p, i, a, b, c, ws, stream) == CUBLAS_STATUS_SUCCESS;
   cudaEvent_t e0, e1;
   KRL_CUDA(cudaEventCreate(&e0));
   KRL_CUDA(cudaEventCreate(&e1));
@@ -246,7 +259,8 @@ int autotune(cublasLtHandle_t lt, LtPlan& p, const void* a, const void* b, void*
       for (int j = 0; j < kCalls; ++j) lt_run(lt, p, i, a, b, c, ws, stream);
       cudaEventRecord(e1, stream);
       float t = 0;
-      if (cudaEventSynchronize(e1) == cudaSuccess && cudaEventElapsedTime(&t, e0, e1) == cudaSuccess)
+      if (cudaEventSynchronize(e1) == cudaSuccess &&
+          cudaEventElapsedTime(&t, e0, e1) == cudaSuccess)
         ms[i].push_back(t);
     }
   cudaEventDestroy(e0);
@@ -268,8 +282,8 @@ int autotune(cublasLtHandle_t lt, LtPlan& p, const void* a, const void* b, void*
   return 0;
 }
 
-int cublaslt_hgemm(int device, int64_t m, int64_t n, int64_t k, const void* a, const void* b, void* c,
-                   int layout, cudaStream_t stream) {
+int cublaslt_hgemm(int device, int64_t m, int64_t n, int64_t k, const void* a, const void* b,
+                   void* c, int layout, cudaStream_t stream) {
   void* ws = workspace(device, stream);
   if (!ws) return 2;
   uintptr_t align = std::min({alignment_of(a), alignment_of(b), alignment_of(c)});
@@ -306,7 +320,8 @@ int kernelrl_catalog_hgemm(int64_t m, int64_t n, int64_t k, const void* a, const
                            kernelrl_layout layout, void* stream_ptr) {
   g_error.clear();
   if (m < 0 || n < 0 || k < 0) return fail(1, "negative size");
-  if (layout != KERNELRL_LAYOUT_NN && layout != KERNELRL_LAYOUT_TN) return fail(1, "layout is not NN or TN");
+  if (layout != KERNELRL_LAYOUT_NN && layout != KERNELRL_LAYOUT_TN)
+    return fail(1, "layout is not NN or TN");
   auto stream = static_cast<cudaStream_t>(stream_ptr);
   if (m == 0 || n == 0) return 0;
   if (!a || !b || !c) return fail(1, "null operand");
@@ -342,7 +357,8 @@ int kernelrl_catalog_hgemm(int64_t m, int64_t n, int64_t k, const void* a, const
       args.workspace = ws;
       args.workspace_bytes = kWorkspaceBytes;
       if (int rc = fn(&args, stream))
-        return fail(3, std::string("kernel ") + kKernelIds[e->kernel] + " returned " + std::to_string(rc));
+        return fail(
+            3, std::string("kernel ") + kKernelIds[e->kernel] + " returned " + std::to_string(rc));
       KRL_CUDA(cudaGetLastError());
       return 0;
     }
@@ -355,15 +371,28 @@ const char* kernelrl_catalog_route(int64_t m, int64_t n, int64_t k, kernelrl_lay
   return e ? kKernelIds[e->kernel] : nullptr;
 }
 
-void kernelrl_catalog_set_dispatch(kernelrl_dispatch mode) { g_dispatch = static_cast<int>(mode); }
-kernelrl_dispatch kernelrl_catalog_get_dispatch(void) { return dispatch_mode(); }
-
-int kernelrl_catalog_entries(void) { return static_cast<int>(kEntries.size()); }
-int kernelrl_catalog_wins(void) {
-  return static_cast<int>(std::count_if(kEntries.begin(), kEntries.end(), [](const Entry& e) { return e.wins; }));
+void kernelrl_catalog_set_dispatch(kernelrl_dispatch mode) {
+  g_dispatch = static_cast<int>(mode);
 }
-const char* kernelrl_catalog_device(void) { return kCatalogDevice; }
-const char* kernelrl_catalog_arch(void) { return kCatalogArch; }
-const char* kernelrl_catalog_last_error(void) { return g_error.c_str(); }
+kernelrl_dispatch kernelrl_catalog_get_dispatch(void) {
+  return dispatch_mode();
+}
+
+int kernelrl_catalog_entries(void) {
+  return static_cast<int>(kEntries.size());
+}
+int kernelrl_catalog_wins(void) {
+  return static_cast<int>(
+      std::count_if(kEntries.begin(), kEntries.end(), [](const Entry& e) { return e.wins; }));
+}
+const char* kernelrl_catalog_device(void) {
+  return kCatalogDevice;
+}
+const char* kernelrl_catalog_arch(void) {
+  return kCatalogArch;
+}
+const char* kernelrl_catalog_last_error(void) {
+  return g_error.c_str();
+}
 
 }  // extern "C"

@@ -19,8 +19,9 @@
 namespace {
 
 kernelrl_layout parse_layout(c10::string_view layout) {
-  TORCH_CHECK(layout == "nn" || layout == "tn", "kernelrl::hgemm: layout must be \"nn\" or \"tn\", got \"",
-              std::string(layout), "\"");
+  TORCH_CHECK(layout == "nn" || layout == "tn",
+              "kernelrl::hgemm: layout must be \"nn\" or \"tn\", got \"", std::string(layout),
+              "\"");
   return layout == "nn" ? KERNELRL_LAYOUT_NN : KERNELRL_LAYOUT_TN;
 }
 
@@ -41,7 +42,8 @@ at::Tensor hgemm_cuda(const at::Tensor& a, const at::Tensor& b, c10::string_view
   TORCH_CHECK(a.is_cuda() && b.is_cuda(), "kernelrl::hgemm: a and b must be CUDA tensors");
   TORCH_CHECK(a.device() == b.device(), "kernelrl::hgemm: a and b are on different devices");
   TORCH_CHECK(a.scalar_type() == at::kHalf && b.scalar_type() == at::kHalf,
-              "kernelrl::hgemm: a and b must be float16, got ", a.scalar_type(), " and ", b.scalar_type());
+              "kernelrl::hgemm: a and b must be float16, got ", a.scalar_type(), " and ",
+              b.scalar_type());
   auto [m, n, k] = gemm_dims(a, b, layout);
   c10::cuda::CUDAGuard guard(a.device());
   at::Tensor ac = a.contiguous(), bc = b.contiguous();
@@ -66,7 +68,8 @@ std::string route(int64_t m, int64_t n, int64_t k, c10::string_view layout) {
 
 void set_dispatch(c10::string_view mode) {
   TORCH_CHECK(mode == "auto" || mode == "cublaslt" || mode == "catalog",
-              "kernelrl::set_dispatch: mode must be auto, cublaslt or catalog, got \"", std::string(mode), "\"");
+              "kernelrl::set_dispatch: mode must be auto, cublaslt or catalog, got \"",
+              std::string(mode), "\"");
   kernelrl_catalog_set_dispatch(mode == "auto"       ? KERNELRL_DISPATCH_AUTO
                                 : mode == "cublaslt" ? KERNELRL_DISPATCH_CUBLASLT
                                                      : KERNELRL_DISPATCH_CATALOG);
@@ -80,5 +83,9 @@ TORCH_LIBRARY(kernelrl, m) {
   m.def("set_dispatch(str mode) -> ()", &set_dispatch);
 }
 
-TORCH_LIBRARY_IMPL(kernelrl, CUDA, m) { m.impl("hgemm", &hgemm_cuda); }
-TORCH_LIBRARY_IMPL(kernelrl, Meta, m) { m.impl("hgemm", &hgemm_meta); }
+TORCH_LIBRARY_IMPL(kernelrl, CUDA, m) {
+  m.impl("hgemm", &hgemm_cuda);
+}
+TORCH_LIBRARY_IMPL(kernelrl, Meta, m) {
+  m.impl("hgemm", &hgemm_meta);
+}
