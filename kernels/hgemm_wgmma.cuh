@@ -66,11 +66,13 @@ __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
         : "memory");
   } while (!done);
 }
-// Arrive on the barrier at the same offset in CTA `rank` of the cluster (self included).
+// Arrive on the barrier at the same offset in CTA `rank` of the cluster (self included). The
+// default .release.cta suffices (as in CUTLASS's cluster barriers): what it publishes, that our
+// wgmma reads of a stage are done, wgmma.wait_group already completed.
 __device__ __forceinline__ void mbar_arrive_cluster(uint32_t bar, uint32_t rank) {
   asm volatile(
       "{\n.reg .b32 ra;\nmapa.shared::cluster.u32 ra, %0, %1;\n"
-      "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra];\n}\n" ::"r"(bar),
+      "mbarrier.arrive.shared::cluster.b64 _, [ra];\n}\n" ::"r"(bar),
       "r"(rank)
       : "memory");
 }
@@ -318,6 +320,15 @@ __global__ void __launch_bounds__(Cfg::THREADS, 1)
     for (int mi = 0; mi < WG_M; ++mi)
 #pragma unroll
       for (int i = 0; i < BN / 2; ++i) acc[mi][i] = 0.0f;
+    // A consumed stage goes back to the producer of every CTA that fills it: lane r of each
+    // warp arrives on CTA r's empty barrier.
+    auto release = [&](int s) {
+      if constexpr (CL > 1) {
+        if (lane < CL) mbar_arrive_cluster(empty(s), lane);
+      } else {
+        if (lane == 0) mbar_arrive(empty(s));
+      }
+    };
     int stage = 0, ebuf = 0;
     uint32_t phase = 0;
     for (int u = cid; u < sch.units; u += n_clusters) {
@@ -345,15 +356,7 @@ __global__ void __launch_bounds__(Cfg::THREADS, 1)
         }
         wgmma_commit();
         wgmma_wait<1>();  // the previous k-block's wgmma are done: release its stage
-        if (kb > kb0 && lane == 0) {
-#pragma unroll
-          for (int r = 0; r < CL; ++r) {
-            if constexpr (CL > 1)
-              mbar_arrive_cluster(empty(prev), r);
-            else
-              mbar_arrive(empty(prev));
-          }
-        }
+        if (kb > kb0) release(prev);
         prev = stage;
         if (++stage == STAGES) {
           stage = 0;
@@ -363,15 +366,7 @@ __global__ void __launch_bounds__(Cfg::THREADS, 1)
       wgmma_wait<0>();
 #pragma unroll
       for (int mi = 0; mi < WG_M; ++mi) fence_regs(acc[mi]);
-      if (lane == 0) {
-#pragma unroll
-        for (int r = 0; r < CL; ++r) {
-          if constexpr (CL > 1)
-            mbar_arrive_cluster(empty(prev), r);
-          else
-            mbar_arrive(empty(prev));
-        }
-      }
+      release(prev);
 
       // ---- epilogue: accumulator (row w*16 + lane/4 (+8), col 8j + 2*(lane%4)) -> C ----
       const int r_in = warp * 16 + lane / 4, c_in = 2 * (lane % 4);

@@ -90,7 +90,7 @@ std::vector<Scored> evaluate_group(Evaluator& ev, const TaskSpec& task,
 // by the task name, so the first prompts show the range of families, not one family's first few.
 void seed_pool(ExemplarStore& pool, Evaluator& ev, const TaskSpec& task, int64_t n) {
   if (n <= 0 || pool.size(task.name) > 0) return;
-  auto variants = variants_for_task(task, ev.backend() == "gpu" ? "cuda" : "host");
+  auto variants = variants_for_task(task, ev.backend() == "gpu" ? "cuda" : "host", ev.arch());
   if (variants.empty()) return;
   std::map<std::string, std::vector<KernelVariant>> by_family;  // shuffled in name order
   for (auto& v : variants) by_family[v.family].push_back(std::move(v));
