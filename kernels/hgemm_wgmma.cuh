@@ -20,6 +20,11 @@
 #include <stdint.h>
 
 namespace hgemm_wgmma {
+// Internal linkage for everything: a function-local static of an inline or template function
+// with external linkage is a process-wide unique symbol (STB_GNU_UNIQUE), so a second candidate
+// of the same Config dlopen'ed into the evaluator's worker would reuse the first one's "already
+// set up" flag and launch its own kernel without the shared-memory opt-in (seen on an H100).
+namespace {
 
 // EPI: 0 = 16-bit stores from registers, 1 = swizzled smem + TMA store.
 // RASTER: 0 = bands of SWIZZLE tile columns walked row by row, 1 = bands of SWIZZLE tile rows.
@@ -550,6 +555,7 @@ int run(const kernelrl_args* args, void* stream) {
   return cudaGetLastError() == cudaSuccess ? 0 : 6;
 }
 
+}  // namespace
 }  // namespace hgemm_wgmma
 
 #endif  // KERNELRL_HGEMM_WGMMA_CUH

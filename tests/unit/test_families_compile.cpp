@@ -6,6 +6,7 @@
 
 #include <random>
 #include <set>
+#include <sstream>
 
 #include "common/error.h"
 #include "data/families.h"
@@ -153,11 +154,25 @@ TEST(FamiliesCompile, WgmmaSampleCompilesForSm90aWithoutSpills) {
   }
   ScratchDir dir;
   write_text(dir / "wgmma.cu", tu);
-  auto r = testing::run_command(nv + " -std=c++17 -O3 --expt-relaxed-constexpr -c -gencode "
+  const std::string so = (dir / "wgmma.so").string();
+  auto r = testing::run_command(nv + " -std=c++17 -O3 --expt-relaxed-constexpr -gencode "
                                 "arch=compute_90a,code=sm_90a -Xptxas -warn-spills -Werror "
-                                "all-warnings -o " + (dir / "wgmma.o").string() + " " +
+                                "all-warnings -Xcompiler -fPIC -shared -o " + so + " " +
                                 (dir / "wgmma.cu").string());
-  EXPECT_EQ(r.exit_code, 0) << r.output;
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  // The evaluator's worker dlopens many candidates into one process: a candidate exports its
+  // entry point and nothing else. (A weak or GNU-unique symbol, e.g. a function-local static
+  // of a template, would be shared with an earlier candidate of the same Config.)
+  auto syms = testing::run_command("nm -D --defined-only " + so);
+  ASSERT_EQ(syms.exit_code, 0) << syms.output;
+  std::istringstream lines(syms.output);
+  int entry_points = 0;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.empty()) continue;
+    EXPECT_NE(line.find(" T kernelrl_launch_"), std::string::npos) << line;
+    ++entry_points;
+  }
+  EXPECT_EQ(entry_points, static_cast<int>(sample.size()));
 }
 
 TEST(Families, WgmmaVariantsOnlyWhereTheDeviceIsSm90a) {
