@@ -9,7 +9,9 @@
 // column-major for tn (K-major). Epilogue: 16-bit stores straight from the accumulators, or
 // swizzled shared memory + TMA store. Host side: tensor maps are encoded on every call through
 // the driver entry point (no -lcuda), launches only enqueue on the given stream.
-// A candidate is this file + an instance block that defines kernelrl_launch with a Config.
+// A candidate is the kernelrl_args contract (reward/kernel_abi.h or the families' prelude), this
+// file, and an instance block: `using Cfg = hgemm_wgmma::Config<...>;` and a kernelrl_launch that
+// returns hgemm_wgmma::run<Cfg>(args, stream). Measured on an H100: docs/benchmarks.md.
 #ifndef KERNELRL_HGEMM_WGMMA_CUH
 #define KERNELRL_HGEMM_WGMMA_CUH
 
