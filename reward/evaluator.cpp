@@ -220,6 +220,10 @@ const std::string& Evaluator::device_name() {
   impl_->ensure_ready();
   return impl_->device;
 }
+const std::string& Evaluator::arch() {
+  impl_->ensure_ready();
+  return impl_->arch;
+}
 ResultStore& Evaluator::store() { return *impl_->store; }
 const RewardConfig& Evaluator::config() const { return impl_->cfg; }
 int Evaluator::worker_restarts() const {

@@ -57,6 +57,8 @@ class Evaluator {
   // "gpu" or "host" (resolved from "auto" by asking the worker) and the device name.
   const std::string& backend();
   const std::string& device_name();
+  // The arch candidates are compiled for ("sm_90a" on Hopper, "sm_80", ...; "host").
+  const std::string& arch();
   ResultStore& store();
   const RewardConfig& config() const;
   int worker_restarts() const;
