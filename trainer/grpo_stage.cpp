@@ -95,7 +95,10 @@ class RlStage {
   explicit RlStage(StageContext& ctx);
   bool done() const { return state_.step >= stage_.steps; }
   const fs::path& last_checkpoint() const { return last_checkpoint_; }
-  void finish() { progress_.finish(); }
+  void finish() {
+    progress_.update(state_.step);
+    progress_.finish();
+  }
 
   // One step, top to bottom (issue 14):
   //   pick prompts → sample groups → score → advantages → update → metrics / checkpoint.
@@ -232,7 +235,7 @@ class RlStage {
       if (!s.passed) continue;
       const std::string& task = groups[rollouts[i].group].task.name;
       exemplars_->add(task, {r.hash, rollouts[i].parsed.code, r.reward}, state_.step + 1);
-      best_speedup_[task] = std::max(best_speedup_[task], s.speedup);
+      if (std::isfinite(s.speedup)) best_speedup_[task] = std::max(best_speedup_[task], s.speedup);
     }
     return out;
   }
@@ -506,8 +509,9 @@ RlStage::RlStage(StageContext& ctx)
   if (!resume_dir_.empty()) {
     state_ = load_train_state(resume_dir_, *optimizer_);
     smoother_.load_state(state_.extra.value("smoother", nlohmann::json::object()));
-    for (auto& [k, v] : state_.extra.value("best_speedup", nlohmann::json::object()).items())
-      best_speedup_[k] = v.get<double>();
+    const nlohmann::json best = state_.extra.value("best_speedup", nlohmann::json::object());
+    for (auto& [k, v] : best.items())  // (items() of a temporary would dangle)
+      best_speedup_[k] = v.is_number() ? v.get<double>() : 0.0;  // JSON writes inf as null
     last_checkpoint_ = resume_dir_;
     KRL_LOG(info) << "resumed stage " << stage_.name << " at step " << state_.step;
   }
