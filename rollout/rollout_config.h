@@ -37,6 +37,9 @@ struct RolloutConfig {
   int64_t dynamic_sampling_rounds = 0;  // DAPO dynamic sampling: extra sampling rounds per step
                                    // while fewer than prompts_per_step groups have reward
                                    // spread; 0 = off
+  int64_t turns = 1;               // multi-turn refinement: turns per trajectory; after each
+                                   // turn the policy sees its code and the evaluator's verdict
+  double turn_discount = 0.4;      // γ: a turn's return is r_k + γ·r_{k+1} + γ²·r_{k+2} + ...
   SamplingConfig sampling;
 
   void visit(cfg::Visitor& v) {
@@ -56,6 +59,10 @@ struct RolloutConfig {
     v.field("dynamic_sampling_rounds", dynamic_sampling_rounds,
             "DAPO dynamic sampling: extra rounds while groups lack reward spread; 0 = off",
             cfg::at_least(0));
+    v.field("turns", turns, "multi-turn refinement: turns per trajectory (1 = single turn)",
+            cfg::at_least(1));
+    v.field("turn_discount", turn_discount, "γ of a turn's return over later turns",
+            cfg::in_closed(0, 1));
     v.section("sampling", sampling, "sampling parameters");
   }
 };

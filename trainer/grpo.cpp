@@ -96,6 +96,16 @@ SurrogateTerms clipped_surrogate(const torch::Tensor& logp, const torch::Tensor&
   return out;
 }
 
+std::vector<double> turn_returns(const std::vector<double>& rewards, int64_t turns, double gamma) {
+  TORCH_CHECK(turns >= 1 && rewards.size() % static_cast<size_t>(turns) == 0,
+              "rewards must hold `turns` equal blocks");
+  std::vector<double> ret = rewards;
+  const size_t n = rewards.size() / static_cast<size_t>(turns);
+  for (int64_t k = turns - 2; k >= 0; --k)
+    for (size_t j = 0; j < n; ++j) ret[k * n + j] += gamma * ret[(k + 1) * n + j];
+  return ret;
+}
+
 double overlong_penalty(int64_t length, int64_t max_len, int64_t buffer) {
   if (buffer <= 0 || length <= max_len - buffer) return 0.0;
   if (length > max_len) return -1.0;

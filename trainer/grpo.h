@@ -54,6 +54,10 @@ SurrogateTerms clipped_surrogate(const torch::Tensor& logp, const torch::Tensor&
                                  const torch::Tensor& logp_ref, const torch::Tensor& advantages,
                                  const torch::Tensor& mask, const GrpoConfig& config);
 
+// Multi-turn returns (rollout.turns = T): rewards hold T blocks of n rows, block k = turn k+1,
+// row j of every block the same trajectory. R_k = r_k + γ·R_{k+1}, R_T = r_T.
+std::vector<double> turn_returns(const std::vector<double>& rewards, int64_t turns, double gamma);
+
 // DAPO's soft overlong punishment (Yu et al. 2025, Eq. 13), added to the reward of a sampled
 // completion of `length` tokens with budget L_max and buffer L_cache (0 = off):
 //   0                                   |y| ≤ L_max − L_cache

@@ -113,6 +113,7 @@ class RlStage {
     t.generate = lap(clock);
     std::vector<Scored> scored = score(groups, rollouts, &t);
     const int64_t rounds = resample_flat_groups(seed, &groups, &rollouts, &scored, &t, &generated);
+    refine(seed, &groups, &rollouts, &scored, &t, &generated);
     clock = Clock::now();
     std::vector<double> smoothed;
     GroupAdvantages adv = advantages(groups, rollouts, scored, &smoothed);
@@ -303,6 +304,75 @@ class RlStage {
     return round;
   }
 
+  // 3c. Multi-turn refinement (rollout.turns = T > 1): turn k+1 of each trajectory is sampled
+  //     from a prompt holding the task, the trajectory's turn-k code and the evaluator's verdict
+  //     (no exemplars), one completion per trajectory, then scored like turn 1. Rows are
+  //     appended turn by turn in the same trajectory order, so consecutive runs of G rows are
+  //     one (prompt, turn) group.
+  void refine(uint64_t seed, std::vector<PromptGroup>* groups, std::vector<Rollout>* rollouts,
+              std::vector<Scored>* scored, StepTimes* t, int64_t* generated) {
+    const size_t R = rollouts->size();  // rows of turn 1
+    for (int64_t turn = 1; turn < ro_.turns; ++turn) {
+      auto clock = Clock::now();
+      std::vector<PromptGroup> tg;
+      for (size_t j = 0; j < R; ++j) {
+        const size_t prev = static_cast<size_t>(turn - 1) * R + j;
+        const Rollout& r = (*rollouts)[prev];
+        tg.push_back(revision_prompt((*groups)[r.group].task, r, (*scored)[prev]));
+      }
+      t->prompts += lap(clock);
+      int64_t gen = 0;
+      std::vector<Rollout> tr = sample_groups(sampler_, tok_, tg, 1, ro_.sampling, ro_.response_format,
+                                              mix(seed, 0x7000 + turn), &gen);
+      *generated += gen;
+      t->generate += lap(clock);
+      StepTimes st;
+      std::vector<Scored> ts = score(tg, tr, &st);
+      t->compile += st.compile;
+      t->time += st.time;
+      for (auto& r : tr) r.group += groups->size();
+      groups->insert(groups->end(), tg.begin(), tg.end());
+      rollouts->insert(rollouts->end(), tr.begin(), tr.end());
+      scored->insert(scored->end(), ts.begin(), ts.end());
+    }
+  }
+
+  // The prompt of a revision: the task, the previous code (cut until it fits the context) and
+  // the verdict.
+  PromptGroup revision_prompt(const TaskSpec& task, const Rollout& previous, const Scored& verdict) {
+    PromptParts parts;
+    parts.response_format = ro_.response_format;
+    parts.backend = backend_;
+    parts.previous_code = previous.parsed.ok ? previous.parsed.code : previous.text;
+    parts.previous_verdict = verdict_of(verdict);
+    for (int cut = 0;; ++cut) {
+      try {
+        return make_prompt_group(task, parts, tok_, shape_.max_seq_len, ro_.sampling.max_new_tokens);
+      } catch (const UserError&) {
+        if (parts.previous_code.empty() || cut >= 6) throw;
+        parts.previous_code = parts.previous_code.substr(0, parts.previous_code.size() / 2) +
+                              "\n... (cut to fit the context)";
+        if (cut == 5) parts.previous_code.clear();
+      }
+    }
+  }
+
+  // What the evaluator said, in one or two lines for the policy.
+  static std::string verdict_of(const Scored& s) {
+    if (!s.parsed) return "no code was found in your response (format failure)";
+    const EvalResult& r = s.result;
+    char buf[256];
+    if (s.passed) {
+      std::snprintf(buf, sizeof buf, "correct; %.2f us on the device against %.2f us for %s (speedup %.3f)",
+                    r.cand.median_us, r.t_ref_us, r.reference.c_str(), r.speedup);
+      return buf;
+    }
+    std::string why = std::string(status_name(r.status)) + (r.check.empty() ? "" : "/" + r.check) + ": " +
+                      (r.status == EvalStatus::compile_error && !r.compile_log.empty() ? r.compile_log : r.reason);
+    if (why.size() > 600) why = why.substr(0, 600) + " ...";
+    return why;
+  }
+
   // 4. Rewards (clipped once by the reward formula) + DAPO's overlong punishment of sampled
   //    completions → winsorized per task against the windows before this step →
   //    group-normalized advantages; with overlong_filter, truncated completions leave the loss.
@@ -320,7 +390,8 @@ class RlStage {
                              : 0.0));
     }
     *smoothed = smoother_.apply_step(task_of, raw);
-    GroupAdvantages adv = group_advantages(torch::tensor(*smoothed, torch::dtype(torch::kFloat64)).to(torch::kFloat32),
+    const std::vector<double> ret = turn_returns(*smoothed, ro_.turns, ro_.turn_discount);
+    GroupAdvantages adv = group_advantages(torch::tensor(ret, torch::dtype(torch::kFloat64)).to(torch::kFloat32),
                                            ro_.group_size, grpo_.advantage_norm, grpo_.adv_eps);
     if (grpo_.overlong_filter)
       for (size_t i = 0; i < rollouts.size(); ++i)
@@ -382,7 +453,8 @@ class RlStage {
         {"correct_rate", rate([](const Scored& s) { return s.passed; })},
         {"faster_rate", rate([](const Scored& s) { return s.passed && s.speedup > 1.0; })},
         {"best_speedup", best_overall},
-        {"zero_spread_frac", static_cast<double>(adv.zero_spread_groups) / prompts_per_step()},
+        {"zero_spread_frac", static_cast<double>(adv.zero_spread_groups) /
+                                 static_cast<double>(scored.size() / ro_.group_size)},
         {"loss", first.loss},
         {"kl", first.kl},
         {"clip_fraction", first.clip_fraction},
@@ -405,6 +477,15 @@ class RlStage {
         {"update_s", t.update},
         {"step_s", step_s},
         {"tokens_per_s", t.generate > 0 ? static_cast<double>(generated) / t.generate : 0.0}};
+    if (ro_.turns > 1) {  // per turn: correct rate and mean reward
+      const size_t n = scored.size() / static_cast<size_t>(ro_.turns);
+      for (int64_t k = 0; k < ro_.turns; ++k) {
+        double ok = 0, r = 0;
+        for (size_t j = k * n; j < (k + 1) * n; ++j) ok += scored[j].passed, r += scored[j].reward;
+        rec["turn" + std::to_string(k + 1) + "_correct_rate"] = ok / n;
+        rec["turn" + std::to_string(k + 1) + "_reward_mean"] = r / n;
+      }
+    }
     ctx_.metrics.write(state_.step, rec);
     for (const auto& [k, v] : rec.items())
       if (v.is_number()) tb_.scalar(stage_.name + "/" + k, v.get<double>(), state_.step);
@@ -537,6 +618,9 @@ RlStage::RlStage(StageContext& ctx)
                      "CUDA kernels need a GPU";
   if (ro_.demonstrations > 0 && ro_.response_format != "code")
     throw ConfigError("rollout.demonstrations: needs rollout.response_format: code");
+  if (ro_.turns > 1 && (ro_.demonstrations > 0 || ro_.dynamic_sampling_rounds > 0))
+    throw ConfigError("rollout.turns: multi-turn refinement does not combine with "
+                      "rollout.demonstrations or rollout.dynamic_sampling_rounds");
 }
 
 }  // namespace

@@ -129,6 +129,16 @@ TEST(ClippedSurrogate, K3KlMatchesClosedForm) {
   EXPECT_GE(t.kl.item<float>(), 0.f);
 }
 
+TEST(TurnReturns, DiscountOverLaterTurns) {
+  // Two trajectories, three turns: rows [t1a, t1b, t2a, t2b, t3a, t3b].
+  const std::vector<double> r = {-1, 0.5, -1, 1.0, 2.0, 1.5};
+  auto R = turn_returns(r, 3, 0.5);
+  // a: R3 = 2, R2 = -1 + 0.5·2 = 0, R1 = -1 + 0.5·0 = -1; b: R3 = 1.5, R2 = 1.75, R1 = 1.375
+  const std::vector<double> want = {-1, 1.375, 0, 1.75, 2.0, 1.5};
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_DOUBLE_EQ(R[i], want[i]) << i;
+  EXPECT_EQ(turn_returns(r, 1, 0.5), r);  // one turn: the rewards themselves
+}
+
 TEST(OverlongPenalty, DapoSoftPunishment) {
   // L_max 100, L_cache 20: free up to 80, linear to −1 at 100, −1 beyond; buffer 0 = off.
   EXPECT_EQ(overlong_penalty(80, 100, 20), 0.0);

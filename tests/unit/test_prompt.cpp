@@ -84,6 +84,18 @@ TEST(ParseResponse, MarkdownFenceIsUnwrapped) {
   EXPECT_EQ(r.code, "__global__ void k() {}\n");
 }
 
+TEST(Prompt, RevisionShowsThePreviousKernelAndTheVerdictLast) {
+  PromptParts parts;
+  parts.previous_code = "// my first try\n";
+  parts.previous_verdict = "wrong_answer/integer_sum_mismatch: 12 of 4096 sums are wrong";
+  std::string p = build_prompt(hgemm(), parts);
+  EXPECT_THAT(p, HasSubstr("Your previous kernel:\n// my first try"));
+  EXPECT_THAT(p, HasSubstr("verdict: wrong_answer/integer_sum_mismatch"));
+  EXPECT_LT(p.find("my first try"), p.rfind(kCodeMarker));  // the code marker still ends it
+  EXPECT_EQ(p.rfind(kCodeMarker) + std::string(kCodeMarker).size(), p.size());
+  EXPECT_THAT(build_prompt(hgemm(), PromptParts{}), ::testing::Not(HasSubstr("previous kernel")));
+}
+
 TEST(PromptGroup, AnExemplarThatNeverFitsIsDroppedBeforeShorterOnes) {
   kernelrl::testing::ScratchDir dir;
   {
