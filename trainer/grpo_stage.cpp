@@ -270,14 +270,7 @@ class RlStage {
       std::vector<Rollout> more_rollouts = sample(more, mix(seed, round), &gen);
       *generated += gen;
       t->generate += lap(clock);
-      StepTimes st;
-      std::vector<Scored> more_scored = score(more, more_rollouts, &st);
-      t->compile += st.compile;
-      t->time += st.time;
-      for (auto& r : more_rollouts) r.group += groups->size();
-      groups->insert(groups->end(), more.begin(), more.end());
-      rollouts->insert(rollouts->end(), more_rollouts.begin(), more_rollouts.end());
-      scored->insert(scored->end(), more_scored.begin(), more_scored.end());
+      append_scored(more, more_rollouts, groups, rollouts, scored, t);
     }
     if (static_cast<int64_t>(groups->size()) == B) return round;
     // Keep B groups: spread first, in sampling order; renumber their rollouts.
@@ -326,15 +319,23 @@ class RlStage {
                                               mix(seed, 0x7000 + turn), &gen);
       *generated += gen;
       t->generate += lap(clock);
-      StepTimes st;
-      std::vector<Scored> ts = score(tg, tr, &st);
-      t->compile += st.compile;
-      t->time += st.time;
-      for (auto& r : tr) r.group += groups->size();
-      groups->insert(groups->end(), tg.begin(), tg.end());
-      rollouts->insert(rollouts->end(), tr.begin(), tr.end());
-      scored->insert(scored->end(), ts.begin(), ts.end());
+      append_scored(tg, tr, groups, rollouts, scored, t);
     }
+  }
+
+  // Scores rows sampled after the step's first batch and appends prompts, rows and scores to
+  // the step's (the rows' group indices moved past the step's groups).
+  void append_scored(const std::vector<PromptGroup>& more_groups, std::vector<Rollout>& more,
+                     std::vector<PromptGroup>* groups, std::vector<Rollout>* rollouts,
+                     std::vector<Scored>* scored, StepTimes* t) {
+    StepTimes st;
+    std::vector<Scored> s = score(more_groups, more, &st);
+    t->compile += st.compile;
+    t->time += st.time;
+    for (auto& r : more) r.group += groups->size();
+    groups->insert(groups->end(), more_groups.begin(), more_groups.end());
+    rollouts->insert(rollouts->end(), more.begin(), more.end());
+    scored->insert(scored->end(), s.begin(), s.end());
   }
 
   // The prompt of a revision: the task, the previous code (cut until it fits the context) and
