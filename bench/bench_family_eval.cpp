@@ -472,7 +472,8 @@ int run(Options o) {
   // HGEMM family variants for a task: those of the task's layout and accumulation.
   std::vector<std::string> hgemm_fams;
   for (const auto& f : kernel_families())
-    if (f.kind == "hgemm" && f.backends.find(vbackend) != std::string::npos && want(f.name))
+    if (f.kind == "hgemm" && f.backends.find(vbackend) != std::string::npos && want(f.name) &&
+        arch_runs(f.arch, ev.arch()))  // sm_90a-only families skip other devices
       hgemm_fams.push_back(f.name);
   std::map<std::string, std::vector<KernelVariant>> by_family;
   for (const auto& f : hgemm_fams) by_family[f] = hgemm_family_variants(f);

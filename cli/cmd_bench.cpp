@@ -2,12 +2,12 @@
 // kernels named {M}_{N}_{K}.cu over an HGEMM grid (data/task_suite.h) against every baseline and writes one CSV row
 // per shape (speedup per baseline, like the paper's tables) plus a summary (mean, median, wins).
 // Resumable: a shape whose kernel (same content hash) is already in the store is not re-run.
+// File naming, resume and evaluation are reward/kernel_dir.h's (shared with `catalog build`).
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <map>
 #include <numeric>
-#include <optional>
 #include <sstream>
 
 #include "cli/commands.h"
@@ -15,9 +15,8 @@
 #include "common/fs.h"
 #include "common/progress.h"
 #include "data/task_suite.h"
-#include "reward/compile.h"
 #include "reward/evaluator.h"
-#include "reward/task_json.h"
+#include "reward/kernel_dir.h"
 
 namespace kernelrl::cli {
 
@@ -83,29 +82,22 @@ void register_bench(CLI::App& app) {
     std::map<std::string, int> wins;
     int evaluated = 0, passed = 0, missing = 0, resumed = 0;
     Progress progress("bench", static_cast<int64_t>(tasks.size()));
-    for (size_t i = 0; i < tasks.size(); ++i) {
-      const TaskSpec& task = tasks[i];
-      const int64_t m = task.m, n = task.n, k = task.k;
-      std::string stem = std::to_string(m) + "_" + std::to_string(n) + "_" + std::to_string(k);
-      fs::path file = fs::path(o->kernels) / (stem + ".cu");
-      if (!gpu && !fs::exists(file) && fs::exists(fs::path(o->kernels) / (stem + ".cpp")))
-        file = fs::path(o->kernels) / (stem + ".cpp");
-      csv << m << "," << n << "," << k;
-      if (!fs::exists(file)) {
+    DirEvalOptions dir_opts;
+    dir_opts.refresh = o->refresh;
+    dir_opts.progress = [&](size_t done, size_t, const std::string& status) {
+      progress.update(static_cast<int64_t>(done), status);
+    };
+    for (const DirEvalItem& item : evaluate_kernel_dir(ev, o->kernels, tasks, dir_opts)) {
+      csv << item.task.m << "," << item.task.n << "," << item.task.k;
+      if (item.file.empty()) {
         ++missing;
         csv << ",missing,,,,";
         for (size_t j = 0; j < 3 * names.size(); ++j) csv << ",";
         csv << "\n";
-        progress.update(static_cast<int64_t>(i + 1), stem + " missing");
         continue;
       }
-      std::string source = read_file(file, "kernel");
-      std::optional<EvalResult> r;
-      if (!o->refresh) {
-        r = ev.cached_result(task, source);
-        if (r) ++resumed;
-      }
-      if (!r) r = ev.evaluate_one(task, source);
+      const EvalResult* r = &item.result;
+      resumed += item.resumed;
       ++evaluated;
       csv << "," << status_name(r->status) << "," << r->check << "," << r->cand.median_us << ","
           << r->cand.cv << ",";
@@ -132,7 +124,6 @@ void register_bench(CLI::App& app) {
       }
       csv << "," << r->reward << "\n";
       if (r->passed()) ++passed;
-      progress.update(static_cast<int64_t>(i + 1), stem + " " + status_name(r->status));
     }
     progress.finish();
     // Summary rows: mean and median speedup, and wins (speedup > 1) per baseline.

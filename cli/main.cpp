@@ -27,6 +27,7 @@ int main(int argc, char** argv) {
   cli::register_data(app);
   cli::register_tokenizer(app);
   cli::register_report(app);
+  cli::register_catalog(app);
 
   try {
     app.parse(argc, argv);

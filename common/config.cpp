@@ -245,6 +245,10 @@ const YAML::Node Reader::child(const char* key) {
   return n[key];
 }
 
+void Reader::reject(const char* key, const char* why) {
+  if (child(key)) throw ConfigError(path_of(key) + ": " + why);
+}
+
 void Reader::field(const char* key, bool& value, const char* doc) {
   YAML::Node n = child(key);
   if (!n) return;

@@ -61,6 +61,13 @@ class Visitor {
     value = static_cast<int>(v);
   }
 
+  // A key this mapping must not carry (for example a pretrain-only key in an RL stage): the
+  // reader fails naming the key path and `why`; other visitors ignore it.
+  virtual void reject(const char* key, const char* why) {
+    (void)key;
+    (void)why;
+  }
+
   // A nested mapping owned by another struct.
   template <class S>
   void section(const char* key, S& sub, const char* doc) {
@@ -131,6 +138,7 @@ class Reader final : public Visitor {
   void field(const char* key, std::vector<std::string>& value, const char* doc,
              Choices c) override;
   void field(const char* key, YAML::Node& value, const char* doc) override;
+  void reject(const char* key, const char* why) override;
   void finish();  // unknown keys at the root
 
  protected:

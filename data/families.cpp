@@ -69,19 +69,23 @@ std::string float_literal(double x) {
 
 const std::vector<FamilyInfo>& kernel_families() {
   static const std::vector<FamilyInfo> f = {
-      {"hgemm_tiled", "hgemm", "cuda", "shared-memory SIMT tiling, per-thread register tiles"},
-      {"hgemm_wmma", "hgemm", "cuda", "WMMA 16x16x16 tensor-core fragments"},
+      {"hgemm_tiled", "hgemm", "cuda", "shared-memory SIMT tiling, per-thread register tiles", ""},
+      {"hgemm_wmma", "hgemm", "cuda", "WMMA 16x16x16 tensor-core fragments", ""},
       {"hgemm_mma", "hgemm", "cuda",
        "mma.sync m16n8k16 + ldmatrix + multi-stage cp.async, swizzled smem, block swizzle, "
-       "split-K, double-buffered fragments"},
-      {"hgemm_host", "hgemm", "host", "cache-blocked C++ with fp16 bit conversions"},
-      {"elementwise", "general", "cuda,host", "activations and binary elementwise ops"},
-      {"reduction", "general", "cuda,host", "row/column/all reductions, argmax/argmin, cumsum"},
-      {"softmax", "general", "cuda,host", "row softmax, log-softmax, scaled softmax"},
-      {"norm", "general", "cuda,host", "layernorm, rmsnorm, l2 normalize, add+layernorm"},
-      {"transpose", "general", "cuda,host", "2-D and batched transposes"},
-      {"gather_scatter", "general", "cuda,host", "row gather, scatter-add, take-along"},
-      {"matmul", "general", "cuda,host", "small fp32 matmul + bias + activation, matvec, bmm"},
+       "split-K, double-buffered fragments", ""},
+      {"hgemm_wgmma", "hgemm", "cuda",
+       "sm_90a wgmma + TMA multistage mbarrier pipeline, producer/consumer warpgroups, "
+       "persistent rastered tiles, 2-CTA multicast clusters, TMA-store epilogue, split-K",
+       "sm_90a"},
+      {"hgemm_host", "hgemm", "host", "cache-blocked C++ with fp16 bit conversions", ""},
+      {"elementwise", "general", "cuda,host", "activations and binary elementwise ops", ""},
+      {"reduction", "general", "cuda,host", "row/column/all reductions, argmax/argmin, cumsum", ""},
+      {"softmax", "general", "cuda,host", "row softmax, log-softmax, scaled softmax", ""},
+      {"norm", "general", "cuda,host", "layernorm, rmsnorm, l2 normalize, add+layernorm", ""},
+      {"transpose", "general", "cuda,host", "2-D and batched transposes", ""},
+      {"gather_scatter", "general", "cuda,host", "row gather, scatter-add, take-along", ""},
+      {"matmul", "general", "cuda,host", "small fp32 matmul + bias + activation, matvec, bmm", ""},
   };
   return f;
 }
@@ -102,11 +106,17 @@ extern "C" int kernelrl_launch(const kernelrl_args* args, void* stream);
 )";
 }
 
-std::vector<KernelVariant> variants_for_task(const TaskSpec& task, const std::string& backend) {
+bool arch_runs(const std::string& needed, const std::string& device_arch) {
+  return needed.empty() || device_arch.empty() || needed == device_arch;
+}
+
+std::vector<KernelVariant> variants_for_task(const TaskSpec& task, const std::string& backend,
+                                             const std::string& device_arch) {
   std::vector<KernelVariant> out;
   if (task.kind == "hgemm") {
     for (const auto& fam : kernel_families()) {
       if (fam.kind != "hgemm" || fam.backends.find(backend) == std::string::npos) continue;
+      if (!arch_runs(fam.arch, device_arch)) continue;
       for (auto& v : hgemm_family_variants(fam.name))
         if (v.layout == task.layout && v.acc == task.acc) out.push_back(std::move(v));
     }

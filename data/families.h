@@ -3,8 +3,9 @@
 // void* stream)`), each with an instruction stating the target and the choices made.
 //   HGEMM (CUDA): hgemm_tiled (shared-memory SIMT), hgemm_wmma (WMMA 16x16x16), hgemm_mma
 //   (mma.sync m16n8k16 + ldmatrix + multi-stage cp.async, XOR-swizzled shared memory, grouped
-//   block rasterization, split-K, and a main loop with register-double-buffered fragments);
-//   HGEMM (host): hgemm_host. General (CUDA and host, one variant
+//   block rasterization, split-K, and a main loop with register-double-buffered fragments),
+//   hgemm_wgmma (sm_90a only: wgmma + TMA + mbarrier pipeline, warp-specialized, persistent;
+//   its body is kernels/hgemm_wgmma.cuh, embedded at build time); HGEMM (host): hgemm_host. General (CUDA and host, one variant
 //   set per general task op): elementwise, reduction, softmax, norm, transpose, gather_scatter,
 //   matmul. Generated sources carry their own copy of the ABI struct under the include guard
 //   KERNELRL_KERNEL_ABI_H, so they compile alone or after reward/kernel_abi.h.
@@ -35,6 +36,7 @@ struct KernelVariant {
   std::vector<std::pair<std::string, int64_t>> params;  // generator choices
   std::string instruction;
   std::string source;  // complete .cu (cuda) or .cpp (host) file
+  std::string arch;    // the device arch it needs ("sm_90a": wgmma/TMA/setmaxnreg); "" = any
 };
 
 struct FamilyInfo {
@@ -42,8 +44,13 @@ struct FamilyInfo {
   std::string kind;      // hgemm | general
   std::string backends;  // "cuda", "host" or "cuda,host"
   std::string summary;
+  std::string arch;  // as KernelVariant::arch
 };
 const std::vector<FamilyInfo>& kernel_families();
+
+// Whether a variant that needs `needed` runs on a device of `device_arch` ("sm_90a", "sm_80",
+// "host"); arch-specific targets ("sm_90a") run only on that arch. "" for either side = any.
+bool arch_runs(const std::string& needed, const std::string& device_arch);
 
 // The ABI block every generated source starts with.
 std::string kernel_abi_prelude();
@@ -55,8 +62,11 @@ std::vector<KernelVariant> general_family_variants(const std::string& family,
                                                    const std::string& backend,
                                                    const std::string& op,
                                                    const std::vector<double>& op_params);
-// The host and CUDA variants written for a general task (its op and params), all backends.
-std::vector<KernelVariant> variants_for_task(const TaskSpec& task, const std::string& backend);
+// The variants of `backend` written for a task (HGEMM: every family's variants with its layout
+// and accumulation; general: its op and params) that run on `device_arch` (the evaluator's
+// arch; "" = any: the pretraining corpus).
+std::vector<KernelVariant> variants_for_task(const TaskSpec& task, const std::string& backend,
+                                             const std::string& device_arch = "");
 
 // Up to `n` variants drawn round-robin over `pools` (one per family, in the given order), each
 // pool shuffled by `seed` first, in that order. With `wrap`, a pool that runs out starts over, so

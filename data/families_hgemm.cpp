@@ -15,11 +15,19 @@ const char* kHgemmContract =
     "the given stream; M, N and K are multiples of 64";
 
 std::string contract(const std::string& layout, const std::string& acc) {
+  return families::hgemm_contract(layout, acc);
+}
+
+}  // namespace
+
+std::string families::hgemm_contract(const std::string& layout, const std::string& acc) {
   return fill(
       kHgemmContract,
       {{"BLAYOUT", layout == "nn" ? "row-major (KxN)" : "column-major (KxN, i.e. NxK row-major)"},
        {"ACC", acc == "f32" ? "fp32" : "fp16"}});
 }
+
+namespace {
 
 // ---------------------------------------------------------------------------------------------
 const char* kTiledTemplate = R"CUDA(// HGEMM, shared-memory SIMT tiling: $SUMMARY$
@@ -913,6 +921,7 @@ void finish_host(KernelVariant& v) {
 }  // namespace
 
 std::vector<KernelVariant> hgemm_family_variants(const std::string& family) {
+  if (family == "hgemm_wgmma") return families::hgemm_wgmma_variants();
   std::vector<KernelVariant> out;
   for (const std::string layout : {"nn", "tn"})
     for (const std::string acc : {"f32", "f16"}) {

@@ -5,6 +5,8 @@
 #include <utility>
 #include <vector>
 
+#include "data/families.h"
+
 namespace kernelrl::families {
 
 // Replaces every `$KEY$` in `tpl` by its value; throws std::logic_error on a key left over.
@@ -16,5 +18,11 @@ std::string param_list(const std::vector<std::pair<std::string, int64_t>>& p, co
 // Short shortest-round-trip text of a double, valid as a C++ float literal with an `f` suffix
 // ("0.01f", "1e-05f", "2.0f").
 std::string float_literal(double x);
+
+// The HGEMM contract sentence for instructions (layout nn|tn, acc f32|f16).
+std::string hgemm_contract(const std::string& layout, const std::string& acc);
+
+// hgemm_wgmma's variants (families_hgemm_wgmma.cpp), both layouts, fp32 accumulation.
+std::vector<KernelVariant> hgemm_wgmma_variants();
 
 }  // namespace kernelrl::families

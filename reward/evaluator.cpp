@@ -237,6 +237,10 @@ const std::string& Evaluator::sandbox() {
   impl_->ensure_ready();
   return impl_->sandbox;
 }
+const std::string& Evaluator::arch() {
+  impl_->ensure_ready();
+  return impl_->arch;
+}
 ResultStore& Evaluator::store() { return *impl_->store; }
 const RewardConfig& Evaluator::config() const { return impl_->cfg; }
 int Evaluator::worker_restarts() const {

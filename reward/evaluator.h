@@ -60,6 +60,8 @@ class Evaluator {
   const std::string& device_name();
   // The worker's OS sandbox: "on (landlock ABI 7, seccomp)", "off (why)", ... (reward.sandbox).
   const std::string& sandbox();
+  // The arch candidates are compiled for ("sm_90a" on Hopper, "sm_80", ...; "host").
+  const std::string& arch();
   ResultStore& store();
   const RewardConfig& config() const;
   int worker_restarts() const;

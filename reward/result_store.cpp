@@ -248,4 +248,27 @@ int64_t ResultStore::count_results() {
   return s.integer(0);
 }
 
+void ResultStore::for_each_result(const std::function<void(const StoredResult&)>& fn) {
+  std::vector<StoredResult> rows;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    // Failed rows' sources are not read: an RL run's store is mostly failures.
+    Stmt s(db_,
+           "SELECT result_json, CASE WHEN status='ok' THEN source ELSE '' END, backend, gpu, mode, "
+           "settings, created_at FROM candidates ORDER BY id");
+    while (s.step()) {
+      StoredResult r;
+      r.result = result_from_json(nlohmann::json::parse(s.text(0)));
+      r.source = s.text(1);
+      r.backend = s.text(2);
+      r.gpu = s.text(3);
+      r.mode = s.text(4);
+      r.settings = s.text(5);
+      r.created_at = s.text(6);
+      rows.push_back(std::move(r));
+    }
+  }
+  for (const auto& r : rows) fn(r);  // outside the lock: fn may use the store
+}
+
 }  // namespace kernelrl

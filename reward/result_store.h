@@ -6,6 +6,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -37,6 +38,12 @@ struct StoredCandidate {
   std::string backend, gpu, created_at;
 };
 
+// One stored evaluation with the settings it ran under (for catalogs and reports).
+struct StoredResult {
+  EvalResult result;
+  std::string source, backend, gpu, mode, settings, created_at;  // mode: "device/cold/g20", ...
+};
+
 class ResultStore {
  public:
   explicit ResultStore(const std::filesystem::path& path);  // creates tables if needed
@@ -64,6 +71,9 @@ class ResultStore {
   // The best passing kernel of `task` (highest speedup), if any.
   std::optional<StoredCandidate> best(const std::string& task);
   int64_t count_results();
+  // Every stored evaluation, oldest first. StoredResult::source is empty for rows that did not
+  // pass (an RL run's store is mostly failures; counting them needs no text).
+  void for_each_result(const std::function<void(const StoredResult&)>& fn);
 
  private:
   void exec(const std::string& sql);

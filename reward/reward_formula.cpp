@@ -52,7 +52,10 @@ double compute_reward(const RewardConfig& cfg, const std::vector<RewardTerm>& te
     sum += std::min(speedup, cfg.speedup_clip) - cfg.alpha * t.diff;
   }
   const double length = code_length(source, cfg.length_measure);
-  const double r = sum / terms.size() - cfg.beta * length;
+  // The one reward clip: a passing candidate never scores below a failing one, and (with the
+  // speedup clip) never above speedup_clip. The trainer only winsorizes (trainer/grpo.h).
+  const double unclipped = sum / terms.size() - cfg.beta * length;
+  const double r = std::clamp(unclipped, std::min(cfg.failed_reward, cfg.speedup_clip), cfg.speedup_clip);
   if (why) {
     char buf[512];
     if (terms.size() == 1)
@@ -61,13 +64,14 @@ double compute_reward(const RewardConfig& cfg, const std::vector<RewardTerm>& te
                     "%g*%.4g - %g*%.4g(%s) = %.6g%s",
                     cfg.speedup_clip, terms[0].t_ref_us, terms[0].t_cand_us, first_speedup,
                     cfg.speedup_clip, cfg.alpha, terms[0].diff, cfg.beta, length,
-                    cfg.length_measure.c_str(), r, clipped ? " (speedup clipped)" : "");
+                    cfg.length_measure.c_str(), unclipped, clipped ? " (speedup clipped)" : "");
     else
       std::snprintf(buf, sizeof buf,
                     "r = (1/%zu) sum_i(min(t_ref_i/t_cand_i, %g) - %g*diff_i) - %g*%.4g(%s) = %.6g%s",
                     terms.size(), cfg.speedup_clip, cfg.alpha, cfg.beta, length,
-                    cfg.length_measure.c_str(), r, clipped ? " (some speedups clipped)" : "");
+                    cfg.length_measure.c_str(), unclipped, clipped ? " (some speedups clipped)" : "");
     *why = buf;
+    if (r != unclipped) *why += ", clipped to " + std::to_string(r);
   }
   return r;
 }

@@ -2,7 +2,8 @@
 //   r = (1/N) Σ_i ( min(t_ref_i / t_cand_i, clip) − α·diff_i ) − β·L(code)
 // i runs over the candidate's timed shapes/inputs (N of them), t_ref_i is the configured
 // reference baseline's median, diff_i the max |C − C_ref| on normal inputs, L(code) the length
-// measure. A candidate that failed any step gets RewardConfig::failed_reward instead.
+// measure. A candidate that failed any step gets RewardConfig::failed_reward instead. The result
+// is clipped into [failed_reward, clip] here, the reward's only clip (the trainer winsorizes).
 #pragma once
 
 #include <string>

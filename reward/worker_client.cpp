@@ -176,7 +176,8 @@ nlohmann::json WorkerClient::evaluate(const nlohmann::json& request) {
       continue;
     }
     if (j.contains("result")) {
-      if (j.value("fatal", false)) proc_.reap(30);  // it exits by itself
+      // A fatal error or a tainted worker: it exits by itself after this answer.
+      if (j.value("fatal", false) || j.value("exiting", false)) proc_.reap(30);
       return j["result"];
     }
   }

@@ -10,6 +10,18 @@ PromptGroup make_prompt_group(const TaskSpec& task, PromptParts parts, const Tok
   PromptGroup g;
   g.task = task;
   const int64_t budget = max_seq_len - max_new_tokens;
+  // An exemplar that cannot fit even alone is dropped first: otherwise a long best exemplar
+  // (a Hopper family variant is ~10k tokens) would push every shorter one out before itself.
+  if (parts.exemplars.size() > 1) {
+    std::vector<Exemplar> fitting;
+    for (const auto& e : parts.exemplars) {
+      PromptParts alone = parts;
+      alone.exemplars = {e};
+      const auto ids = tokenizer.encode(build_prompt(task, alone), tokenizer.bos_id() >= 0);
+      if (static_cast<int64_t>(ids.size()) <= budget) fitting.push_back(e);
+    }
+    parts.exemplars = std::move(fitting);
+  }
   for (;;) {
     g.prompt = build_prompt(task, parts);
     g.prompt_ids = tokenizer.encode(g.prompt, /*add_bos=*/tokenizer.bos_id() >= 0);

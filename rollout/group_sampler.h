@@ -31,8 +31,9 @@ struct Rollout {
   ParsedResponse parsed;
 };
 
-// Builds the prompt for `task`; drops the lowest-scored exemplars until prompt + max_new_tokens
-// fits max_seq_len. Throws UserError when even the bare prompt does not fit.
+// Builds the prompt for `task`; drops the exemplars that cannot fit even alone, then the
+// lowest-scored ones until prompt + max_new_tokens fits max_seq_len. Throws UserError when even
+// the bare prompt does not fit.
 PromptGroup make_prompt_group(const TaskSpec& task, PromptParts parts, const Tokenizer& tokenizer,
                               int64_t max_seq_len, int64_t max_new_tokens);
 

@@ -83,6 +83,12 @@ std::string build_prompt(const TaskSpec& task, const PromptParts& parts) {
   if (!parts.profile.empty()) p << "Profile of earlier candidates:\n" << parts.profile << "\n";
   for (size_t i = 0; i < parts.exemplars.size(); ++i)
     p << exemplar_block(i, parts.exemplars[i].source, parts.exemplars[i].score);
+  if (!parts.previous_verdict.empty()) {
+    p << "Your previous kernel:\n"
+      << (parts.previous_code.empty() ? std::string("(no code)") : parts.previous_code) << "\n"
+      << "The evaluator's verdict: " << parts.previous_verdict << "\n"
+      << "Write a revised kernel: fix what failed, or make it faster if it passed.\n";
+  }
   p << (parts.response_format == "sections" ? kAnalysisMarker : kCodeMarker);
   return p.str();
 }

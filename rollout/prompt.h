@@ -22,6 +22,10 @@ struct PromptParts {
   std::vector<Exemplar> exemplars;  // scored earlier kernels, worst first
   std::string response_format = "code";  // code | sections
   std::string backend = "gpu";   // gpu: CUDA C++ for nvcc | host: C++ for g++ (CPU backend)
+  // Multi-turn refinement (turn > 1): the policy's previous kernel for this task and what the
+  // evaluator said of it; the prompt then asks for a revision (no exemplars on later turns).
+  std::string previous_code;
+  std::string previous_verdict;
 };
 
 // One earlier kernel in a prompt's context ("Earlier kernel i, measured score s:" + code);

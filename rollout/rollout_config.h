@@ -31,6 +31,15 @@ struct RolloutConfig {
   int64_t seed_exemplars = 4;      // kernel-family variants evaluated to seed an empty pool
   bool reuse_evaluations = true;   // a source already evaluated for the task on this device
                                    // reuses its stored result instead of being re-timed
+  int64_t demonstrations = 0;      // per group, completions replaced by the task's best verified
+                                   // kernel (off-policy guidance, as LUFFY mixes demonstrations
+                                   // into GRPO groups); 0 = pure on-policy GRPO
+  int64_t dynamic_sampling_rounds = 0;  // DAPO dynamic sampling: extra sampling rounds per step
+                                   // while fewer than prompts_per_step groups have reward
+                                   // spread; 0 = off
+  int64_t turns = 1;               // multi-turn refinement: turns per trajectory; after each
+                                   // turn the policy sees its code and the evaluator's verdict
+  double turn_discount = 0.4;      // γ: a turn's return is r_k + γ·r_{k+1} + γ²·r_{k+2} + ...
   SamplingConfig sampling;
 
   void visit(cfg::Visitor& v) {
@@ -44,6 +53,16 @@ struct RolloutConfig {
     v.field("seed_exemplars", seed_exemplars, "family variants to seed an empty pool",
             cfg::at_least(0));
     v.field("reuse_evaluations", reuse_evaluations, "reuse stored results of identical sources");
+    v.field("demonstrations", demonstrations,
+            "per group, completions replaced by the task's best verified kernel; 0 = off",
+            cfg::at_least(0));
+    v.field("dynamic_sampling_rounds", dynamic_sampling_rounds,
+            "DAPO dynamic sampling: extra rounds while groups lack reward spread; 0 = off",
+            cfg::at_least(0));
+    v.field("turns", turns, "multi-turn refinement: turns per trajectory (1 = single turn)",
+            cfg::at_least(1));
+    v.field("turn_discount", turn_discount, "γ of a turn's return over later turns",
+            cfg::in_closed(0, 1));
     v.section("sampling", sampling, "sampling parameters");
   }
 };

@@ -44,7 +44,7 @@ if [[ "$have_torch" != "$torch_version" ]]; then
 fi
 # CUTLASS/CuTe C++ headers for candidates (the evaluator's reward.include_dirs: auto), pinned.
 cutlass_version=4.2.0.0
-have_cutlass=$(.venv/bin/python -m pip show nvidia-cutlass 2>/dev/null | sed -n 's/^Version: //p')
+have_cutlass=$( (.venv/bin/python -m pip show nvidia-cutlass 2>/dev/null || true) | sed -n 's/^Version: //p')
 if [[ "$have_cutlass" != "$cutlass_version" ]]; then
   echo "setup: installing nvidia-cutlass==$cutlass_version (CUTLASS/CuTe headers for candidates)"
   .venv/bin/python -m pip install -q --no-deps "nvidia-cutlass==$cutlass_version"

@@ -60,6 +60,25 @@ SurrogateTerms clipped_surrogate(const torch::Tensor& logp, const torch::Tensor&
   }
   const auto tokens = m.sum().clamp_min(1.0);
   SurrogateTerms out;
+  if (config.ratio_level == "sequence") {
+    // GSPO: one ratio per sequence, the geometric mean of its token ratios; clipped per sequence.
+    auto row_tokens = m.sum(1);
+    auto rows = (row_tokens > 0).to(logp.dtype());
+    auto s = torch::exp((log_ratio * m).sum(1) / row_tokens.clamp_min(1.0));      // [N]
+    auto s_clipped = torch::clamp(s, 1.0 - config.clip_eps_low, 1.0 + config.clip_eps_high);
+    auto a1 = a.squeeze(1);
+    auto row_loss = -torch::min(s * a1, s_clipped * a1);
+    if (logp_ref.defined() && config.kl_coef > 0)
+      row_loss = row_loss + config.kl_coef * (kl * m).sum(1) / row_tokens.clamp_min(1.0);
+    out.loss = (row_loss * rows).sum() / rows.sum().clamp_min(1.0);
+    torch::NoGradGuard no_grad;
+    auto active = (((a1 > 0) & (s > 1.0 + config.clip_eps_high)) |
+                   ((a1 < 0) & (s < 1.0 - config.clip_eps_low))).to(logp.dtype());
+    out.clip_fraction = (active * row_tokens).sum() / tokens;
+    out.kl = (kl * m).sum() / tokens;
+    out.ratio_mean = (ratio * m).sum() / tokens;
+    return out;
+  }
   if (config.loss_agg == "token-mean") {
     out.loss = (per_token * m).sum() / tokens;
   } else {  // sequence-mean over rows that have tokens
@@ -77,21 +96,53 @@ SurrogateTerms clipped_surrogate(const torch::Tensor& logp, const torch::Tensor&
   return out;
 }
 
-double RewardSmoother::apply(const std::string& task, double reward) {
-  double r = std::clamp(reward, config_.reward_clip_low, config_.reward_clip_high);
-  if (config_.smoothing_window <= 0) return r;
-  auto& w = windows_[task];
-  double out = r;
-  if (w.size() >= 8) {
+std::vector<double> turn_returns(const std::vector<double>& rewards, int64_t turns, double gamma) {
+  TORCH_CHECK(turns >= 1 && rewards.size() % static_cast<size_t>(turns) == 0,
+              "rewards must hold `turns` equal blocks");
+  std::vector<double> ret = rewards;
+  const size_t n = rewards.size() / static_cast<size_t>(turns);
+  for (int64_t k = turns - 2; k >= 0; --k)
+    for (size_t j = 0; j < n; ++j) ret[k * n + j] += gamma * ret[(k + 1) * n + j];
+  return ret;
+}
+
+double overlong_penalty(int64_t length, int64_t max_len, int64_t buffer) {
+  if (buffer <= 0 || length <= max_len - buffer) return 0.0;
+  if (length > max_len) return -1.0;
+  return static_cast<double>((max_len - buffer) - length) / static_cast<double>(buffer);
+}
+
+std::vector<double> RewardSmoother::apply_step(const std::vector<std::string>& tasks,
+                                               const std::vector<double>& rewards) {
+  TORCH_CHECK(tasks.size() == rewards.size(), "one task per reward");
+  std::vector<double> out(rewards);
+  if (config_.smoothing_window <= 0) return out;
+  // Bounds per task from the windows as they were before this step.
+  std::map<std::string, std::pair<double, double>> bounds;
+  for (const auto& task : tasks) {
+    if (bounds.count(task)) continue;
+    const auto it = windows_.find(task);
+    if (it == windows_.end() || it->second.size() < 8) {
+      bounds[task] = {-INFINITY, INFINITY};
+      continue;
+    }
+    const auto& w = it->second;
     double mean = 0, var = 0;
     for (double x : w) mean += x;
     mean /= static_cast<double>(w.size());
     for (double x : w) var += (x - mean) * (x - mean);
-    double sd = std::sqrt(var / static_cast<double>(w.size() - 1));
-    out = std::clamp(r, mean - config_.smoothing_sigmas * sd, mean + config_.smoothing_sigmas * sd);
+    const double sd = std::sqrt(var / static_cast<double>(w.size() - 1));
+    bounds[task] = {mean - config_.smoothing_sigmas * sd, mean + config_.smoothing_sigmas * sd};
   }
-  w.push_back(r);
-  while (static_cast<int64_t>(w.size()) > config_.smoothing_window) w.pop_front();
+  for (size_t i = 0; i < rewards.size(); ++i) {
+    const auto [lo, hi] = bounds[tasks[i]];
+    out[i] = std::clamp(rewards[i], lo, hi);
+  }
+  for (size_t i = 0; i < rewards.size(); ++i) {
+    auto& w = windows_[tasks[i]];
+    w.push_back(rewards[i]);
+    while (static_cast<int64_t>(w.size()) > config_.smoothing_window) w.pop_front();
+  }
   return out;
 }
 

@@ -1,6 +1,6 @@
 // GRPO math: group-normalized advantages, the token-level clipped surrogate with ε_low/ε_high,
 // the k3 KL estimator to a frozen reference, loss aggregation, and CUDA-L1-style reward
-// smoothing (clip, then winsorize against a running per-task window). Pure functions on
+// smoothing (winsorize against a running per-task window). Pure functions on
 // tensors and numbers; the training loop that calls them is trainer/grpo_stage.cpp.
 // Every formula is also in docs/grpo.md with the paper equation it follows.
 #pragma once
@@ -44,20 +44,40 @@ struct SurrogateTerms {
 //   L_t   = −min(ρ_t·A, clip(ρ_t, 1 − ε_low, 1 + ε_high)·A) + β_KL·k3_t
 //   k3_t  = exp(logp_ref_t − logp_t) − (logp_ref_t − logp_t) − 1      (Schulman's k3, ≥ 0)
 // Aggregation: token-mean = Σ_{i,t} m·L / Σ_{i,t} m ;  sequence-mean = mean_i (Σ_t m·L / Σ_t m).
+// ratio_level "sequence" (GSPO, Zheng et al. 2025): one ratio per sequence,
+//   s_i = exp( Σ_t m·(logp_t − logp_old_t) / Σ_t m ),   L_i = −min(s_i·A_i, clip(s_i, 1 − ε_low, 1 + ε_high)·A_i)
+//   (+ β_KL · the row's mean k3), aggregated sequence-mean; clip_fraction then counts the tokens
+//   of sequences whose clip is active.
 // logp, logp_old, logp_ref, mask: [N, T] (mask 1 on completion tokens); advantages: [N].
 // logp_ref may be undefined (no KL). Rows with valid == false are excluded via the mask.
 SurrogateTerms clipped_surrogate(const torch::Tensor& logp, const torch::Tensor& logp_old,
                                  const torch::Tensor& logp_ref, const torch::Tensor& advantages,
                                  const torch::Tensor& mask, const GrpoConfig& config);
 
-// Reward smoothing and clipping against reward hacking (CUDA-L1 §3.2):
-//   r' = clip(r, r_low, r_high)
-//   r'' = clip(r', μ_w − k·σ_w, μ_w + k·σ_w)   with μ_w, σ_w over the task's last W rewards r'
-// (winsorizing starts once the window holds 8 rewards). The window then takes r'.
+// Multi-turn returns (rollout.turns = T): rewards hold T blocks of n rows, block k = turn k+1,
+// row j of every block the same trajectory. R_k = r_k + γ·R_{k+1}, R_T = r_T.
+std::vector<double> turn_returns(const std::vector<double>& rewards, int64_t turns, double gamma);
+
+// DAPO's soft overlong punishment (Yu et al. 2025, Eq. 13), added to the reward of a sampled
+// completion of `length` tokens with budget L_max and buffer L_cache (0 = off):
+//   0                                   |y| ≤ L_max − L_cache
+//   ((L_max − L_cache) − |y|) / L_cache  L_max − L_cache < |y| ≤ L_max
+//   −1                                  |y| > L_max
+double overlong_penalty(int64_t length, int64_t max_len, int64_t buffer);
+
+// Reward smoothing against reward hacking (CUDA-L1 §3.2). The rewards arrive clipped once, by the
+// reward formula (reward/reward_formula.h: r ∈ [failed_reward, speedup_clip]); here they are
+// winsorized against a running per-task window:
+//   r'' = clip(r, μ_w − k·σ_w, μ_w + k·σ_w)   with μ_w, σ_w over the task's last W rewards
+// (winsorizing starts once the window holds 8 rewards). A step's rewards are all smoothed against
+// the windows as they stood before the step, then appended: no sample of a group is winsorized
+// against its own group mates.
 class RewardSmoother {
  public:
   explicit RewardSmoother(const GrpoConfig& config) : config_(config) {}
-  double apply(const std::string& task, double reward);
+  // tasks[i] is the task of rewards[i]; returns the smoothed rewards in the same order.
+  std::vector<double> apply_step(const std::vector<std::string>& tasks,
+                                 const std::vector<double>& rewards);
   nlohmann::json state() const;             // for checkpoints
   void load_state(const nlohmann::json& j);
 

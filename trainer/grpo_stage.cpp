@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <map>
+#include <memory>
 #include <random>
 
 #include "common/error.h"
@@ -22,6 +23,7 @@
 #include "rollout/exemplar_store.h"
 #include "rollout/group_sampler.h"
 #include "trainer/grpo.h"
+#include "trainer/grpo_step.h"
 #include "trainer/train_utils.h"
 
 namespace kernelrl {
@@ -40,57 +42,15 @@ struct Scored {
   bool parsed = false, compiled = false, passed = false;
   double speedup = 0;
   std::string status;
+  EvalResult result;
 };
-
-// Evaluates one group's candidates, reusing stored results of identical sources.
-std::vector<Scored> evaluate_group(Evaluator& ev, const TaskSpec& task,
-                                   const std::vector<Rollout*>& rollouts, bool reuse,
-                                   double failed_reward, std::vector<EvalResult>* results_out) {
-  std::vector<Scored> out(rollouts.size());
-  std::vector<std::string> fresh_sources;
-  std::vector<size_t> fresh_index;
-  results_out->assign(rollouts.size(), EvalResult{});
-  for (size_t i = 0; i < rollouts.size(); ++i) {
-    const ParsedResponse& p = rollouts[i]->parsed;
-    if (!p.ok) {
-      out[i].reward = failed_reward;
-      out[i].status = "format";
-      continue;
-    }
-    out[i].parsed = true;
-    if (reuse) {
-      if (auto hit = ev.cached_result(task, p.code)) {
-        (*results_out)[i] = *hit;
-        continue;
-      }
-    }
-    fresh_sources.push_back(p.code);
-    fresh_index.push_back(i);
-  }
-  if (!fresh_sources.empty()) {
-    auto results = ev.evaluate(task, fresh_sources);
-    for (size_t j = 0; j < results.size(); ++j) (*results_out)[fresh_index[j]] = results[j];
-  }
-  for (size_t i = 0; i < rollouts.size(); ++i) {
-    if (!out[i].parsed) continue;
-    const EvalResult& r = (*results_out)[i];
-    out[i].reward = r.reward;
-    out[i].status = status_name(r.status);
-    out[i].passed = r.passed();
-    out[i].compiled = r.status != EvalStatus::screen_rejected &&
-                      r.status != EvalStatus::compile_error &&
-                      r.status != EvalStatus::compile_timeout;
-    out[i].speedup = r.speedup;
-  }
-  return out;
-}
 
 // Seeds an empty exemplar pool with evaluated kernel-family variants (step 0): n of them taken
 // round-robin over the families that offer the task, each family's variants in an order seeded
 // by the task name, so the first prompts show the range of families, not one family's first few.
 void seed_pool(ExemplarStore& pool, Evaluator& ev, const TaskSpec& task, int64_t n) {
   if (n <= 0 || pool.size(task.name) > 0) return;
-  auto variants = variants_for_task(task, ev.backend() == "gpu" ? "cuda" : "host");
+  auto variants = variants_for_task(task, ev.backend() == "gpu" ? "cuda" : "host", ev.arch());
   if (variants.empty()) return;
   std::map<std::string, std::vector<KernelVariant>> by_family;  // shuffled in name order
   for (auto& v : variants) by_family[v.family].push_back(std::move(v));
@@ -104,55 +64,10 @@ void seed_pool(ExemplarStore& pool, Evaluator& ev, const TaskSpec& task, int64_t
     if (results[i].passed()) pool.add(task.name, {results[i].hash, sources[i], results[i].reward}, 0);
 }
 
-// Padded training batch of prompt + completion rows.
-struct Batch {
-  torch::Tensor tokens;      // [N, T] int64
-  torch::Tensor attention;   // [N, T] bool
-  torch::Tensor target_mask; // [N, T-1] float: 1 where tokens[:, t+1] is a completion token
+// Wall-clock split of one step (seconds), logged with the metrics.
+struct StepTimes {
+  double prompts = 0, generate = 0, compile = 0, time = 0, update = 0;
 };
-
-Batch make_batch(const std::vector<PromptGroup>& groups, const std::vector<Rollout>& rollouts,
-                 int64_t pad_id) {
-  int64_t T = 0;
-  for (const auto& r : rollouts)
-    T = std::max<int64_t>(T, groups[r.group].prompt_ids.size() + r.completion.size());
-  const int64_t N = static_cast<int64_t>(rollouts.size());
-  Batch b;
-  b.tokens = torch::full({N, T}, pad_id, torch::kInt64);
-  b.attention = torch::zeros({N, T}, torch::kBool);
-  b.target_mask = torch::zeros({N, std::max<int64_t>(T - 1, 1)}, torch::kFloat32);
-  auto tok = b.tokens.accessor<int64_t, 2>();
-  auto att = b.attention.accessor<bool, 2>();
-  auto msk = b.target_mask.accessor<float, 2>();
-  for (int64_t i = 0; i < N; ++i) {
-    const auto& p = groups[rollouts[i].group].prompt_ids;
-    const auto& c = rollouts[i].completion;
-    int64_t t = 0;
-    for (int64_t id : p) tok[i][t] = id, att[i][t] = true, ++t;
-    for (int64_t id : c) {
-      tok[i][t] = id;
-      att[i][t] = true;
-      msk[i][t - 1] = 1.f;  // logprob index t-1 scores token t
-      ++t;
-    }
-  }
-  return b;
-}
-
-// Per-token log-probs of every row, in micro-batches, without gradients.
-torch::Tensor logprobs_no_grad(LlamaModel& model, const Batch& b, int64_t micro, torch::Device dev,
-                               bool cuda) {
-  torch::NoGradGuard ng;
-  AutocastGuard ac(cuda);
-  std::vector<torch::Tensor> parts;
-  for (int64_t s = 0; s < b.tokens.size(0); s += micro) {
-    auto e = std::min<int64_t>(b.tokens.size(0), s + micro);
-    parts.push_back(token_logprobs(model, b.tokens.slice(0, s, e).to(dev),
-                                   b.attention.slice(0, s, e).to(dev))
-                        .to(torch::kCPU));
-  }
-  return torch::cat(parts);
-}
 
 }  // namespace
 
@@ -171,264 +86,551 @@ std::vector<TaskSpec> rl_stage_tasks(const JobConfig& job, const std::string& ki
   return tasks;
 }
 
-std::filesystem::path run_grpo_stage(StageContext& ctx) {
-  const StageConfig& stage = ctx.stage;
-  const JobConfig& job = ctx.job;
-  const GrpoConfig& grpo = stage.grpo;
-  const RolloutConfig& ro = job.rollout;
-  const torch::Device device = resolve_device(job.run.device);
-  const bool cuda = device.is_cuda();
+namespace {
 
-  // ---- policy, reference, sampler ----------------------------------------------------------
-  fs::path init = ctx.init_checkpoint;
-  auto resume_dir = ctx.resume ? latest_stage_checkpoint(ctx.run_dir.checkpoints_dir(), stage.name)
-                               : std::nullopt;
-  if (init.empty() && !resume_dir)
-    throw UserError("stage \"" + stage.name + "\" (" + stage.kind +
-                    ") starts from a policy checkpoint: put a pretrain stage before it in "
-                    "trainer.stages, or run that stage first in this run directory");
-  Checkpoint start = load_checkpoint(resume_dir ? *resume_dir : init, device, torch::kFloat32);
-  LlamaModel model = start.model;
-  const ModelShape shape = model->shape();
-  if (!start.tokenizer_path)
-    throw UserError("checkpoint '" + start.dir.string() + "' carries no tokenizer.model");
-  const fs::path tokenizer_path = *start.tokenizer_path;
-  Tokenizer tok = Tokenizer::load(tokenizer_path);
-  LlamaModel reference{nullptr};
-  if (grpo.kl_coef > 0) {
-    // The frozen reference is the stage's starting policy (the previous stage's result).
-    reference = load_checkpoint(init.empty() ? start.dir : init, device, torch::kFloat32).model;
-    reference->eval();
-    for (auto& p : reference->parameters()) p.requires_grad_(false);
+// One RL stage between steps: the policy (with its bf16 sampling copy and the frozen reference),
+// the optimizer, the evaluator, the tasks and exemplars, and the state a checkpoint carries.
+class RlStage {
+ public:
+  explicit RlStage(StageContext& ctx);
+  bool done() const { return state_.step >= stage_.steps; }
+  const fs::path& last_checkpoint() const { return last_checkpoint_; }
+  void finish() {
+    progress_.update(state_.step);
+    progress_.finish();
   }
-  // Sampling on CUDA runs a bf16 copy refreshed after every step; on the CPU the policy itself.
-  LlamaModel sampler = cuda ? load_checkpoint(start.dir, device, torch::kBFloat16).model : model;
-  auto refresh_sampler = [&] {
-    if (!cuda) return;
-    torch::NoGradGuard ng;
-    auto src = model->named_parameters();
-    for (auto& p : sampler->named_parameters()) p.value().copy_(src[p.key()]);
-  };
 
-  auto optimizer = make_adamw(*model, stage.optimizer);
-  TrainState state;
-  RewardSmoother smoother(grpo);
-  std::map<std::string, double> best_speedup;
-  if (resume_dir) {
-    state = load_train_state(*resume_dir, *optimizer);
-    smoother.load_state(state.extra.value("smoother", nlohmann::json::object()));
-    for (auto& [k, v] : state.extra.value("best_speedup", nlohmann::json::object()).items())
-      best_speedup[k] = v.get<double>();
-    KRL_LOG(info) << "resumed stage " << stage.name << " at step " << state.step;
-    if (state.step >= stage.steps) return *resume_dir;
+  // One step, top to bottom (issue 14):
+  //   pick prompts → sample groups → score → advantages → update → metrics / checkpoint.
+  void step() {
+    StepTimes t;
+    const uint64_t seed = step_seed();
+    auto clock = Clock::now();
+    std::vector<PromptGroup> groups = pick_prompts(seed, 0, prompts_per_step());
+    t.prompts = lap(clock);
+    int64_t generated = 0;
+    std::vector<Rollout> rollouts = sample(groups, seed, &generated);
+    t.generate = lap(clock);
+    std::vector<Scored> scored = score(groups, rollouts, &t);
+    const int64_t rounds = resample_flat_groups(seed, &groups, &rollouts, &scored, &t, &generated);
+    refine(seed, &groups, &rollouts, &scored, &t, &generated);
+    clock = Clock::now();
+    std::vector<double> smoothed;
+    GroupAdvantages adv = advantages(groups, rollouts, scored, &smoothed);
+    const double lr = scheduled_lr(stage_.optimizer, state_.step, stage_.steps);
+    GrpoUpdateStats upd = update(groups, rollouts, adv, lr);
+    t.update = lap(clock);
+    ++state_.step;
+    log(rollouts, scored, smoothed, adv, upd, lr, t, generated, rounds);
+    checkpoint_if_due();
   }
-  const int64_t resumed_step = state.step;
-  const std::string stage_name = stage.name;
-  ctx.metrics.drop_if([&](const nlohmann::json& r) {
-    return r.value("stage", "") == stage_name && r.value("step", int64_t{0}) > resumed_step;
-  });
 
-  // ---- evaluator, tasks, exemplars ------------------------------------------------------------
-  const fs::path store_path =
-      job.reward.store.empty() ? ctx.run_dir.root() / "results.sqlite" : fs::path(job.reward.store);
-  Evaluator evaluator(job.reward, store_path);
-  const std::string backend = evaluator.backend();
-  std::vector<TaskSpec> tasks = rl_stage_tasks(job, stage.kind, backend);
-  ExemplarStore exemplars(store_path, stage.name);
-  exemplars.truncate_after(state.step);
-  KRL_LOG(info) << "stage " << stage.name << ": " << tasks.size() << " tasks on the " << backend
-                << " backend (" << evaluator.device_name() << "), policy " << shape.describe();
-  if (backend == "host" && stage.kind == "hgemm_rl") {
-    KRL_LOG(warn) << "no GPU: HGEMM candidates are C++ kernels timed on the CPU (host backend); "
-                     "CUDA kernels need a GPU";
+ private:
+  static double lap(Clock::time_point& t0) {
+    const double s = since(t0);
+    t0 = Clock::now();
+    return s;
   }
-  TensorBoardWriter tb(ctx.run_dir.root() / "tensorboard" / stage.name);
+  uint64_t step_seed() const {
+    return mix(static_cast<uint64_t>(job_.run.seed), mix(std::hash<std::string>{}(stage_.name), state_.step));
+  }
 
-  const int64_t B = std::min<int64_t>(ro.prompts_per_step, static_cast<int64_t>(tasks.size()));
-  const int64_t G = ro.group_size;
-  const int64_t micro = stage.batch_size;
-  fs::path last_checkpoint = resume_dir ? *resume_dir : fs::path();
-  Progress progress(stage.kind + " " + stage.name, stage.steps);
-
-  while (state.step < stage.steps) {
-    const auto t_step = Clock::now();
-    const uint64_t step_seed = mix(static_cast<uint64_t>(job.run.seed), mix(std::hash<std::string>{}(stage.name), state.step));
-
-    // 1. Prompts: B tasks (a fresh seeded permutation per pass over the tasks), with exemplars.
+  // 1. `count` tasks, each with exemplars. Round 0 walks a fresh seeded permutation per pass over
+  //    the tasks; the resampling rounds of dynamic sampling draw tasks from the step's seed.
+  std::vector<PromptGroup> pick_prompts(uint64_t seed, int64_t round, int64_t count) {
+    const int64_t B = prompts_per_step();
+    const int64_t n = static_cast<int64_t>(tasks_.size());
+    std::mt19937_64 extra(mix(seed, 0x5eed + round));
     std::vector<PromptGroup> groups;
-    for (int64_t j = 0; j < B; ++j) {
-      const int64_t g = state.step * B + j;
-      const int64_t n = static_cast<int64_t>(tasks.size());
+    for (int64_t j = 0; j < count; ++j) {
+      const int64_t g = state_.step * B + j;
       std::vector<int64_t> perm(n);
       for (int64_t i = 0; i < n; ++i) perm[i] = i;
-      std::mt19937_64 prng(mix(static_cast<uint64_t>(job.run.seed), g / n));
+      std::mt19937_64 prng(mix(static_cast<uint64_t>(job_.run.seed), g / n));
       std::shuffle(perm.begin(), perm.end(), prng);
-      const TaskSpec& task = tasks[perm[g % n]];
-      seed_pool(exemplars, evaluator, task, ro.seed_exemplars);
-      std::mt19937_64 erng(mix(step_seed, j));
+      const TaskSpec& task = round == 0 ? tasks_[perm[g % n]] : tasks_[extra() % n];
+      seed_pool(*exemplars_, *evaluator_, task, ro_.seed_exemplars);
+      std::mt19937_64 erng(mix(seed, round * 100003 + j));
       PromptParts parts;
-      parts.response_format = ro.response_format;
-      parts.backend = backend;
-      parts.exemplars = sample_exemplars(exemplars.pool(task.name, state.step), ro.n_exemplars,
-                                         ro.n_buckets, ro.exemplar_temperature, erng);
-      groups.push_back(make_prompt_group(task, parts, tok, shape.max_seq_len,
-                                         ro.sampling.max_new_tokens));
+      parts.response_format = ro_.response_format;
+      parts.backend = backend_;
+      parts.exemplars = sample_exemplars(exemplars_->pool(task.name, state_.step), ro_.n_exemplars,
+                                         ro_.n_buckets, ro_.exemplar_temperature, erng);
+      groups.push_back(make_prompt_group(task, parts, tok_, shape_.max_seq_len,
+                                         ro_.sampling.max_new_tokens));
     }
+    return groups;
+  }
 
-    // 2. Sample G completions per prompt.
-    const auto t_gen = Clock::now();
-    int64_t generated = 0;
-    model->eval();
-    std::vector<Rollout> rollouts = sample_groups(sampler, tok, groups, G, ro.sampling,
-                                                  ro.response_format, step_seed, &generated);
-    const double generate_s = since(t_gen);
-
-    // 3. Evaluate every group (compiles run in parallel inside the evaluator).
-    const auto t_eval = Clock::now();
-    std::vector<Scored> scored;
+  // 2. G completions per prompt; with rollout.demonstrations = d, the last d of each group are
+  //    replaced by the task's best verified kernel written as a response (off-policy guidance:
+  //    their π_old is the policy's own log-prob of those tokens, so the ratio starts at 1).
+  std::vector<Rollout> sample(const std::vector<PromptGroup>& groups, uint64_t seed,
+                              int64_t* generated) {
+    model_->eval();
+    std::vector<Rollout> rollouts = sample_groups(sampler_, tok_, groups, ro_.group_size,
+                                                  ro_.sampling, ro_.response_format, seed, generated);
+    if (ro_.demonstrations <= 0) return rollouts;
     for (size_t gi = 0; gi < groups.size(); ++gi) {
-      std::vector<Rollout*> mine;
-      for (auto& r : rollouts)
-        if (r.group == gi) mine.push_back(&r);
-      std::vector<EvalResult> results;
-      auto s = evaluate_group(evaluator, groups[gi].task, mine, ro.reuse_evaluations,
-                              job.reward.failed_reward, &results);
-      for (size_t i = 0; i < s.size(); ++i) {
-        if (s[i].passed) {
-          exemplars.add(groups[gi].task.name,
-                        {results[i].hash, mine[i]->parsed.code, results[i].reward}, state.step + 1);
-          double& best = best_speedup[groups[gi].task.name];
-          best = std::max(best, s[i].speedup);
-        }
+      auto best = exemplars_->pool(groups[gi].task.name, state_.step, 1);
+      if (best.empty()) continue;
+      const std::string text = "\n" + best[0].source + kEndMarker;
+      std::vector<int64_t> ids = tok_.encode(text);
+      const int64_t room = shape_.max_seq_len - static_cast<int64_t>(groups[gi].prompt_ids.size());
+      if (static_cast<int64_t>(ids.size()) > room) continue;  // does not fit: sampled rows stay
+      int64_t replaced = 0;
+      for (size_t r = rollouts.size(); r-- > 0 && replaced < ro_.demonstrations;) {
+        if (rollouts[r].group != gi) continue;
+        Rollout& d = rollouts[r];
+        d.completion = ids;
+        d.sample_logprobs.clear();
+        d.text = text;
+        d.finish_reason = "demonstration";
+        d.parsed = parse_response(text, ro_.response_format);
+        ++replaced;
       }
-      scored.insert(scored.end(), s.begin(), s.end());
     }
-    const double evaluate_s = since(t_eval);
+    return rollouts;
+  }
 
-    // 4. Rewards -> smoothed -> group-normalized advantages.
-    std::vector<float> raw, smoothed;
+  // 3. Every candidate of the step in one batch across tasks: all compiles in parallel, then
+  //    the timing (stored results of identical sources are reused when rollout.reuse_evaluations).
+  std::vector<Scored> score(const std::vector<PromptGroup>& groups, std::vector<Rollout>& rollouts,
+                            StepTimes* t) {
+    std::vector<Scored> out(rollouts.size());
+    std::vector<EvalItem> fresh;
+    std::vector<size_t> fresh_index;
+    for (size_t i = 0; i < rollouts.size(); ++i) {
+      const ParsedResponse& p = rollouts[i].parsed;
+      const TaskSpec& task = groups[rollouts[i].group].task;
+      out[i].status = "format";
+      out[i].reward = job_.reward.failed_reward;
+      if (!p.ok) continue;
+      out[i].parsed = true;
+      if (ro_.reuse_evaluations)
+        if (auto hit = evaluator_->cached_result(task, p.code)) {
+          out[i].result = *hit;
+          continue;
+        }
+      fresh.push_back({task, p.code});
+      fresh_index.push_back(i);
+    }
+    auto clock = Clock::now();
+    std::vector<std::string> sources;
+    for (const auto& it : fresh) sources.push_back(it.source);
+    if (!sources.empty()) evaluator_->precompile(sources);
+    t->compile = lap(clock);
+    auto results = evaluator_->evaluate_batch(fresh);
+    t->time = lap(clock);
+    for (size_t j = 0; j < results.size(); ++j) out[fresh_index[j]].result = std::move(results[j]);
+    for (size_t i = 0; i < rollouts.size(); ++i) {
+      Scored& s = out[i];
+      if (!s.parsed) continue;
+      const EvalResult& r = s.result;
+      s.reward = r.reward;
+      s.status = status_name(r.status);
+      s.passed = r.passed();
+      s.compiled = r.status != EvalStatus::screen_rejected &&
+                   r.status != EvalStatus::compile_error && r.status != EvalStatus::compile_timeout;
+      s.speedup = r.speedup;
+      if (!s.passed) continue;
+      const std::string& task = groups[rollouts[i].group].task.name;
+      exemplars_->add(task, {r.hash, rollouts[i].parsed.code, r.reward}, state_.step + 1);
+      if (std::isfinite(s.speedup)) best_speedup_[task] = std::max(best_speedup_[task], s.speedup);
+    }
+    return out;
+  }
+
+  // 3b. DAPO dynamic sampling (rollout.dynamic_sampling_rounds = R): while fewer than B groups
+  //     have reward spread, up to R more rounds sample the missing number of prompts; then the
+  //     step keeps B groups, those with spread first (a zero-spread group carries no gradient).
+  //     Returns the extra rounds taken.
+  int64_t resample_flat_groups(uint64_t seed, std::vector<PromptGroup>* groups,
+                               std::vector<Rollout>* rollouts, std::vector<Scored>* scored,
+                               StepTimes* t, int64_t* generated) {
+    const int64_t B = prompts_per_step();
+    auto spread = [&](size_t gi) {
+      double lo = INFINITY, hi = -INFINITY;
+      for (size_t i = 0; i < rollouts->size(); ++i)
+        if ((*rollouts)[i].group == gi) lo = std::min(lo, (*scored)[i].reward), hi = std::max(hi, (*scored)[i].reward);
+      return hi - lo > 1e-8;
+    };
+    auto with_spread = [&] {
+      int64_t k = 0;
+      for (size_t gi = 0; gi < groups->size(); ++gi) k += spread(gi);
+      return k;
+    };
+    int64_t round = 0;
+    for (int64_t have = with_spread(); round < ro_.dynamic_sampling_rounds && have < B; have = with_spread()) {
+      ++round;
+      auto clock = Clock::now();
+      std::vector<PromptGroup> more = pick_prompts(mix(seed, round), round, B - have);
+      t->prompts += lap(clock);
+      int64_t gen = 0;
+      std::vector<Rollout> more_rollouts = sample(more, mix(seed, round), &gen);
+      *generated += gen;
+      t->generate += lap(clock);
+      append_scored(more, more_rollouts, groups, rollouts, scored, t);
+    }
+    if (static_cast<int64_t>(groups->size()) == B) return round;
+    // Keep B groups: spread first, in sampling order; renumber their rollouts.
+    std::vector<size_t> keep;
+    for (int pass = 0; pass < 2; ++pass)
+      for (size_t gi = 0; gi < groups->size() && static_cast<int64_t>(keep.size()) < B; ++gi)
+        if (spread(gi) == (pass == 0)) keep.push_back(gi);
+    std::sort(keep.begin(), keep.end());
+    std::vector<PromptGroup> g2;
+    std::vector<Rollout> r2;
+    std::vector<Scored> s2;
+    for (size_t k = 0; k < keep.size(); ++k) {
+      g2.push_back((*groups)[keep[k]]);
+      for (size_t i = 0; i < rollouts->size(); ++i)
+        if ((*rollouts)[i].group == keep[k]) {
+          r2.push_back((*rollouts)[i]);
+          r2.back().group = k;
+          s2.push_back((*scored)[i]);
+        }
+    }
+    *groups = std::move(g2);
+    *rollouts = std::move(r2);
+    *scored = std::move(s2);
+    return round;
+  }
+
+  // 3c. Multi-turn refinement (rollout.turns = T > 1): turn k+1 of each trajectory is sampled
+  //     from a prompt holding the task, the trajectory's turn-k code and the evaluator's verdict
+  //     (no exemplars), one completion per trajectory, then scored like turn 1. Rows are
+  //     appended turn by turn in the same trajectory order, so consecutive runs of G rows are
+  //     one (prompt, turn) group.
+  void refine(uint64_t seed, std::vector<PromptGroup>* groups, std::vector<Rollout>* rollouts,
+              std::vector<Scored>* scored, StepTimes* t, int64_t* generated) {
+    const size_t R = rollouts->size();  // rows of turn 1
+    for (int64_t turn = 1; turn < ro_.turns; ++turn) {
+      auto clock = Clock::now();
+      std::vector<PromptGroup> tg;
+      for (size_t j = 0; j < R; ++j) {
+        const size_t prev = static_cast<size_t>(turn - 1) * R + j;
+        const Rollout& r = (*rollouts)[prev];
+        tg.push_back(revision_prompt((*groups)[r.group].task, r, (*scored)[prev]));
+      }
+      t->prompts += lap(clock);
+      int64_t gen = 0;
+      std::vector<Rollout> tr = sample_groups(sampler_, tok_, tg, 1, ro_.sampling, ro_.response_format,
+                                              mix(seed, 0x7000 + turn), &gen);
+      *generated += gen;
+      t->generate += lap(clock);
+      append_scored(tg, tr, groups, rollouts, scored, t);
+    }
+  }
+
+  // Scores rows sampled after the step's first batch and appends prompts, rows and scores to
+  // the step's (the rows' group indices moved past the step's groups).
+  void append_scored(const std::vector<PromptGroup>& more_groups, std::vector<Rollout>& more,
+                     std::vector<PromptGroup>* groups, std::vector<Rollout>* rollouts,
+                     std::vector<Scored>* scored, StepTimes* t) {
+    StepTimes st;
+    std::vector<Scored> s = score(more_groups, more, &st);
+    t->compile += st.compile;
+    t->time += st.time;
+    for (auto& r : more) r.group += groups->size();
+    groups->insert(groups->end(), more_groups.begin(), more_groups.end());
+    rollouts->insert(rollouts->end(), more.begin(), more.end());
+    scored->insert(scored->end(), s.begin(), s.end());
+  }
+
+  // The prompt of a revision: the task, the previous code (cut until it fits the context) and
+  // the verdict.
+  PromptGroup revision_prompt(const TaskSpec& task, const Rollout& previous, const Scored& verdict) {
+    PromptParts parts;
+    parts.response_format = ro_.response_format;
+    parts.backend = backend_;
+    parts.previous_code = previous.parsed.ok ? previous.parsed.code : previous.text;
+    parts.previous_verdict = verdict_of(verdict);
+    for (int cut = 0;; ++cut) {
+      try {
+        return make_prompt_group(task, parts, tok_, shape_.max_seq_len, ro_.sampling.max_new_tokens);
+      } catch (const UserError&) {
+        if (parts.previous_code.empty() || cut >= 6) throw;
+        parts.previous_code = parts.previous_code.substr(0, parts.previous_code.size() / 2) +
+                              "\n... (cut to fit the context)";
+        if (cut == 5) parts.previous_code.clear();
+      }
+    }
+  }
+
+  // What the evaluator said, in one or two lines for the policy.
+  static std::string verdict_of(const Scored& s) {
+    if (!s.parsed) return "no code was found in your response (format failure)";
+    const EvalResult& r = s.result;
+    char buf[256];
+    if (s.passed) {
+      std::snprintf(buf, sizeof buf, "correct; %.2f us on the device against %.2f us for %s (speedup %.3f)",
+                    r.cand.median_us, r.t_ref_us, r.reference.c_str(), r.speedup);
+      return buf;
+    }
+    std::string why = std::string(status_name(r.status)) + (r.check.empty() ? "" : "/" + r.check) + ": " +
+                      (r.status == EvalStatus::compile_error && !r.compile_log.empty() ? r.compile_log : r.reason);
+    if (why.size() > 600) why = why.substr(0, 600) + " ...";
+    return why;
+  }
+
+  // 4. Rewards (clipped once by the reward formula) + DAPO's overlong punishment of sampled
+  //    completions → winsorized per task against the windows before this step →
+  //    group-normalized advantages; with overlong_filter, truncated completions leave the loss.
+  GroupAdvantages advantages(const std::vector<PromptGroup>& groups,
+                             const std::vector<Rollout>& rollouts, const std::vector<Scored>& scored,
+                             std::vector<double>* smoothed) {
+    std::vector<std::string> task_of;
+    std::vector<double> raw;
     for (size_t i = 0; i < scored.size(); ++i) {
-      raw.push_back(static_cast<float>(scored[i].reward));
-      smoothed.push_back(static_cast<float>(
-          smoother.apply(groups[rollouts[i].group].task.name, scored[i].reward)));
+      task_of.push_back(groups[rollouts[i].group].task.name);
+      const bool sampled = rollouts[i].finish_reason != "demonstration";
+      raw.push_back(scored[i].reward +
+                    (sampled ? overlong_penalty(static_cast<int64_t>(rollouts[i].completion.size()),
+                                                ro_.sampling.max_new_tokens, grpo_.overlong_buffer)
+                             : 0.0));
     }
-    auto adv = group_advantages(torch::tensor(smoothed), G, grpo.advantage_norm, grpo.adv_eps);
+    *smoothed = smoother_.apply_step(task_of, raw);
+    const std::vector<double> ret = turn_returns(*smoothed, ro_.turns, ro_.turn_discount);
+    GroupAdvantages adv = group_advantages(torch::tensor(ret, torch::dtype(torch::kFloat64)).to(torch::kFloat32),
+                                           ro_.group_size, grpo_.advantage_norm, grpo_.adv_eps);
+    if (grpo_.overlong_filter)
+      for (size_t i = 0; i < rollouts.size(); ++i)
+        if (rollouts[i].finish_reason == "length") adv.valid[static_cast<int64_t>(i)] = false;
+    return adv;
+  }
 
-    // 5. μ clipped updates on prompt+completion rows; π_old from the same forward path.
-    const auto t_upd = Clock::now();
-    model->train();
-    Batch batch = make_batch(groups, rollouts, tok.pad_id());
-    auto row_valid = adv.valid.to(torch::kFloat32).unsqueeze(1);
-    batch.target_mask = batch.target_mask * row_valid;
-    const double total_tokens = batch.target_mask.sum().item<double>();
-    const double total_rows = (batch.target_mask.sum(1) > 0).sum().item<double>();
-    torch::Tensor logp_old = logprobs_no_grad(model, batch, micro, device, cuda);
-    torch::Tensor logp_ref =
-        reference ? logprobs_no_grad(reference, batch, micro, device, cuda) : torch::Tensor();
-    double loss_sum = 0, clip_sum = 0, kl_sum = 0, entropy_sum = 0, grad_norm = 0;
-    int64_t updates = 0;
-    const double lr = scheduled_lr(stage.optimizer, state.step, stage.steps);
-    set_lr(*optimizer, lr);
-    if (total_tokens > 0) {
-      for (int64_t pass = 0; pass < grpo.updates_per_batch; ++pass) {
-        optimizer->zero_grad();
-        for (int64_t s = 0; s < batch.tokens.size(0); s += micro) {
-          const int64_t e = std::min<int64_t>(batch.tokens.size(0), s + micro);
-          auto mask = batch.target_mask.slice(0, s, e).to(device);
-          const double mb_tokens = mask.sum().item<double>();
-          if (mb_tokens == 0) continue;
-          torch::Tensor entropy;
-          SurrogateTerms terms;
-          {
-            AutocastGuard ac(cuda);
-            auto logp = token_logprobs(model, batch.tokens.slice(0, s, e).to(device),
-                                       batch.attention.slice(0, s, e).to(device), &entropy);
-            terms = clipped_surrogate(
-                logp, logp_old.slice(0, s, e).to(device),
-                logp_ref.defined() ? logp_ref.slice(0, s, e).to(device) : torch::Tensor(),
-                adv.advantages.slice(0, s, e).to(device), mask, grpo);
-          }
-          // Micro-batch means recombine into the batch aggregate.
-          const double weight = grpo.loss_agg == "token-mean"
-                                    ? mb_tokens / total_tokens
-                                    : (mask.sum(1) > 0).sum().item<double>() / total_rows;
-          auto loss = terms.loss * weight;
-          const double lv = loss.item<double>();
-          if (!std::isfinite(lv))
-            throw std::runtime_error("GRPO loss is not finite at step " + std::to_string(state.step + 1));
-          loss.backward();
-          if (pass == 0) {
-            loss_sum += lv;
-            clip_sum += terms.clip_fraction.item<double>() * mb_tokens / total_tokens;
-            kl_sum += terms.kl.item<double>() * mb_tokens / total_tokens;
-            entropy_sum += (entropy * mask).sum().item<double>() / total_tokens;
-          }
-        }
-        grad_norm = clip_grad_norm_checked(*model, stage.optimizer.grad_clip);
-        optimizer->step();
-        ++updates;
-      }
-      refresh_sampler();
-    }
-    const double update_s = since(t_upd);
-    ++state.step;
+  // 5. μ clipped updates on prompt + completion rows (trainer/grpo_step.h); π_old from the same
+  //    forward path as the update, so the first pass's ratio is exactly 1.
+  GrpoUpdateStats update(const std::vector<PromptGroup>& groups, const std::vector<Rollout>& rollouts,
+                         const GroupAdvantages& adv, double lr) {
+    model_->train();
+    set_lr(*optimizer_, lr);
+    RlBatch batch = make_rl_batch(groups, rollouts, tok_.pad_id());
+    torch::Tensor logp_old = rl_logprobs(model_, batch, stage_.batch_size);
+    torch::Tensor logp_ref = reference_ ? rl_logprobs(reference_, batch, stage_.batch_size) : torch::Tensor();
+    GrpoUpdateStats upd = grpo_update(model_, *optimizer_, batch, adv.advantages, adv.valid, logp_old,
+                                      logp_ref, grpo_, stage_.batch_size, stage_.optimizer.grad_clip);
+    if (!upd.passes.empty()) refresh_sampler();
+    return upd;
+  }
 
-    // 6. Metrics, TensorBoard, checkpoint.
-    auto rt = torch::tensor(raw);
+  // 6. Metrics (JSONL + TensorBoard) and the progress line. loss, clip_fraction, kl, entropy,
+  //    ratio_mean and grad_norm are pass 0's (on-policy); *_last the last pass's when μ > 1.
+  void log(const std::vector<Rollout>& rollouts, const std::vector<Scored>& scored,
+           const std::vector<double>& smoothed, const GroupAdvantages& adv,
+           const GrpoUpdateStats& upd, double lr, const StepTimes& t, int64_t generated,
+           int64_t resample_rounds) {
     auto rate = [&](auto pred) {
       double n = 0;
       for (const auto& s : scored) n += pred(s);
       return n / static_cast<double>(scored.size());
     };
-    double completion_len = 0;
-    for (const auto& r : rollouts) completion_len += static_cast<double>(r.completion.size());
+    double mean = 0, mean_s = 0, max = -INFINITY, completion_len = 0, demos = 0;
+    for (size_t i = 0; i < scored.size(); ++i) {
+      mean += scored[i].reward / scored.size();
+      mean_s += smoothed[i] / scored.size();
+      max = std::max(max, scored[i].reward);
+    }
+    double var = 0;
+    for (const auto& s : scored) var += (s.reward - mean) * (s.reward - mean);
+    for (const auto& r : rollouts) {
+      completion_len += static_cast<double>(r.completion.size()) / rollouts.size();
+      demos += r.finish_reason == "demonstration";
+    }
     double best_overall = 0;
-    for (const auto& [task, s] : best_speedup) best_overall = std::max(best_overall, s);
+    for (const auto& [task, s] : best_speedup_) best_overall = std::max(best_overall, s);
+    const GrpoPassStats first = upd.passes.empty() ? GrpoPassStats{} : upd.passes.front();
+    const GrpoPassStats last = upd.passes.empty() ? GrpoPassStats{} : upd.passes.back();
+    const double step_s = t.prompts + t.generate + t.compile + t.time + t.update;
     nlohmann::json rec = {
-        {"stage", stage.name},
-        {"reward_mean", rt.mean().item<double>()},
-        {"reward_std", rt.numel() > 1 ? rt.std().item<double>() : 0.0},
-        {"reward_max", rt.max().item<double>()},
-        {"reward_smoothed_mean", torch::tensor(smoothed).mean().item<double>()},
+        {"stage", stage_.name},
+        {"reward_mean", mean},
+        {"reward_std", scored.size() > 1 ? std::sqrt(var / (scored.size() - 1)) : 0.0},
+        {"reward_max", max},
+        {"reward_smoothed_mean", mean_s},
         {"format_ok_rate", rate([](const Scored& s) { return s.parsed; })},
         {"compiled_rate", rate([](const Scored& s) { return s.compiled; })},
         {"correct_rate", rate([](const Scored& s) { return s.passed; })},
         {"faster_rate", rate([](const Scored& s) { return s.passed && s.speedup > 1.0; })},
         {"best_speedup", best_overall},
-        {"zero_spread_frac", static_cast<double>(adv.zero_spread_groups) / static_cast<double>(B)},
-        {"loss", loss_sum},
-        {"kl", kl_sum},
-        {"clip_fraction", clip_sum},
-        {"entropy", entropy_sum},
-        {"grad_norm", grad_norm},
-        {"updates", updates},
+        {"zero_spread_frac", static_cast<double>(adv.zero_spread_groups) /
+                                 static_cast<double>(scored.size() / ro_.group_size)},
+        {"loss", first.loss},
+        {"kl", first.kl},
+        {"clip_fraction", first.clip_fraction},
+        {"entropy", first.entropy},
+        {"ratio_mean", first.ratio_mean},
+        {"grad_norm", first.grad_norm},
+        {"loss_last", last.loss},
+        {"grad_norm_last", last.grad_norm},
+        {"updates", static_cast<int64_t>(upd.passes.size())},
+        {"update_tokens", upd.tokens},
+        {"demonstrations", demos},
+        {"resample_rounds", resample_rounds},
         {"lr", lr},
-        {"completion_len", completion_len / static_cast<double>(rollouts.size())},
-        {"generate_s", generate_s},
-        {"evaluate_s", evaluate_s},
-        {"update_s", update_s},
-        {"step_s", since(t_step)},
-        {"tokens_per_s", generate_s > 0 ? static_cast<double>(generated) / generate_s : 0.0}};
-    ctx.metrics.write(state.step, rec);
-    for (const auto& [k, v] : rec.items())
-      if (v.is_number()) tb.scalar(stage.name + "/" + k, v.get<double>(), state.step);
-    tb.flush();
-    char status[128];
-    std::snprintf(status, sizeof status, "reward %.3f correct %.0f%% best %.2fx",
-                  rec["reward_mean"].get<double>(), 100 * rec["correct_rate"].get<double>(),
-                  best_overall);
-    progress.update(state.step, status);
-    if ((stage.checkpoint_every > 0 && state.step % stage.checkpoint_every == 0) ||
-        state.step == stage.steps) {
-      state.extra = {{"smoother", smoother.state()}, {"best_speedup", best_speedup}};
-      last_checkpoint = save_stage_checkpoint(ctx.run_dir.checkpoints_dir(), stage.name, model,
-                                              shape, tokenizer_path, *optimizer, state,
-                                              job.trainer.keep_checkpoints);
+        {"completion_len", completion_len},
+        {"prompts_s", t.prompts},
+        {"generate_s", t.generate},
+        {"compile_s", t.compile},
+        {"time_s", t.time},
+        {"evaluate_s", t.compile + t.time},
+        {"update_s", t.update},
+        {"step_s", step_s},
+        {"tokens_per_s", t.generate > 0 ? static_cast<double>(generated) / t.generate : 0.0}};
+    if (ro_.turns > 1) {  // per turn: correct rate and mean reward
+      const size_t n = scored.size() / static_cast<size_t>(ro_.turns);
+      for (int64_t k = 0; k < ro_.turns; ++k) {
+        double ok = 0, r = 0;
+        for (size_t j = k * n; j < (k + 1) * n; ++j) ok += scored[j].passed, r += scored[j].reward;
+        rec["turn" + std::to_string(k + 1) + "_correct_rate"] = ok / n;
+        rec["turn" + std::to_string(k + 1) + "_reward_mean"] = r / n;
+      }
     }
-    crash_here_if_asked(stage.name, state.step);
+    ctx_.metrics.write(state_.step, rec);
+    for (const auto& [k, v] : rec.items())
+      if (v.is_number()) tb_.scalar(stage_.name + "/" + k, v.get<double>(), state_.step);
+    tb_.flush();
+    char status[128];
+    std::snprintf(status, sizeof status, "reward %.3f correct %.0f%% best %.2fx", mean,
+                  100 * rec["correct_rate"].get<double>(), best_overall);
+    progress_.update(state_.step, status);
   }
-  progress.finish();
-  return last_checkpoint;
+
+  void checkpoint_if_due() {
+    if ((stage_.checkpoint_every > 0 && state_.step % stage_.checkpoint_every == 0) ||
+        state_.step == stage_.steps) {
+      state_.extra = {{"smoother", smoother_.state()}, {"best_speedup", best_speedup_}};
+      last_checkpoint_ = save_stage_checkpoint(ctx_.run_dir.checkpoints_dir(), stage_.name, model_,
+                                               shape_, tokenizer_path_, *optimizer_, state_,
+                                               job_.trainer.keep_checkpoints);
+    }
+    crash_here_if_asked(stage_.name, state_.step);
+  }
+
+  int64_t prompts_per_step() const {
+    return std::min<int64_t>(ro_.prompts_per_step, static_cast<int64_t>(tasks_.size()));
+  }
+  void refresh_sampler() {  // the bf16 sampling copy follows the policy after every update
+    if (!cuda_) return;
+    torch::NoGradGuard ng;
+    auto src = model_->named_parameters();
+    for (auto& p : sampler_->named_parameters()) p.value().copy_(src[p.key()]);
+  }
+
+  StageContext& ctx_;
+  const StageConfig& stage_;
+  const JobConfig& job_;
+  const GrpoConfig& grpo_;
+  const RolloutConfig& ro_;
+  torch::Device device_;
+  bool cuda_;
+  fs::path resume_dir_;  // empty: a fresh start from ctx.init_checkpoint
+  Checkpoint start_;     // what the stage starts from (resume_dir_ or the init checkpoint)
+  fs::path tokenizer_path_;
+  Tokenizer tok_;
+  LlamaModel model_{nullptr}, sampler_{nullptr}, reference_{nullptr};
+  ModelShape shape_;
+  std::unique_ptr<torch::optim::AdamW> optimizer_;
+  TrainState state_;
+  RewardSmoother smoother_;
+  std::map<std::string, double> best_speedup_;
+  fs::path last_checkpoint_;
+  std::unique_ptr<Evaluator> evaluator_;
+  std::string backend_;
+  std::vector<TaskSpec> tasks_;
+  std::unique_ptr<ExemplarStore> exemplars_;
+  TensorBoardWriter tb_;
+  Progress progress_;
+};
+
+fs::path resume_dir_of(StageContext& ctx) {
+  auto d = ctx.resume ? latest_stage_checkpoint(ctx.run_dir.checkpoints_dir(), ctx.stage.name)
+                      : std::nullopt;
+  if (ctx.init_checkpoint.empty() && !d)
+    throw UserError("stage \"" + ctx.stage.name + "\" (" + ctx.stage.kind +
+                    ") starts from a policy checkpoint: put a pretrain stage before it in "
+                    "trainer.stages, or run that stage first in this run directory");
+  return d ? *d : fs::path();
+}
+
+Tokenizer tokenizer_of(const Checkpoint& c, fs::path* path) {
+  if (!c.tokenizer_path) throw UserError("checkpoint '" + c.dir.string() + "' carries no tokenizer.model");
+  *path = *c.tokenizer_path;
+  return Tokenizer::load(*path);
+}
+
+RlStage::RlStage(StageContext& ctx)
+    : ctx_(ctx),
+      stage_(ctx.stage),
+      job_(ctx.job),
+      grpo_(ctx.stage.grpo),
+      ro_(ctx.job.rollout),
+      device_(resolve_device(ctx.job.run.device)),
+      cuda_(device_.is_cuda()),
+      resume_dir_(resume_dir_of(ctx)),
+      start_(load_checkpoint(resume_dir_.empty() ? ctx.init_checkpoint : resume_dir_, device_,
+                             torch::kFloat32)),
+      tok_(tokenizer_of(start_, &tokenizer_path_)),
+      smoother_(ctx.stage.grpo),
+      tb_(ctx.run_dir.root() / "tensorboard" / ctx.stage.name),
+      progress_(ctx.stage.kind + " " + ctx.stage.name, ctx.stage.steps) {
+  // Policy, sampler, reference.
+  const fs::path& init = ctx.init_checkpoint;
+  model_ = start_.model;
+  shape_ = model_->shape();
+  if (grpo_.kl_coef > 0) {
+    // The frozen reference is the stage's starting policy (the previous stage's result).
+    reference_ = load_checkpoint(init.empty() ? start_.dir : init, device_, torch::kFloat32).model;
+    reference_->eval();
+    for (auto& p : reference_->parameters()) p.requires_grad_(false);
+  }
+  // Sampling on CUDA runs a bf16 copy refreshed after every update; on the CPU the policy itself.
+  sampler_ = cuda_ ? load_checkpoint(start_.dir, device_, torch::kBFloat16).model : model_;
+  optimizer_ = make_adamw(*model_, stage_.optimizer);
+  if (!resume_dir_.empty()) {
+    state_ = load_train_state(resume_dir_, *optimizer_);
+    smoother_.load_state(state_.extra.value("smoother", nlohmann::json::object()));
+    const nlohmann::json best = state_.extra.value("best_speedup", nlohmann::json::object());
+    for (auto& [k, v] : best.items())  // (items() of a temporary would dangle)
+      best_speedup_[k] = v.is_number() ? v.get<double>() : 0.0;  // JSON writes inf as null
+    last_checkpoint_ = resume_dir_;
+    KRL_LOG(info) << "resumed stage " << stage_.name << " at step " << state_.step;
+  }
+  const int64_t resumed_step = state_.step;
+  const std::string stage_name = stage_.name;
+  ctx.metrics.drop_if([&](const nlohmann::json& r) {
+    return r.value("stage", "") == stage_name && r.value("step", int64_t{0}) > resumed_step;
+  });
+  if (done()) return;  // resumed after its last step: nothing to evaluate
+
+  // Evaluator, tasks, exemplars.
+  const fs::path store_path =
+      job_.reward.store.empty() ? ctx.run_dir.root() / "results.sqlite" : fs::path(job_.reward.store);
+  evaluator_ = std::make_unique<Evaluator>(job_.reward, store_path);
+  backend_ = evaluator_->backend();
+  tasks_ = rl_stage_tasks(job_, stage_.kind, backend_);
+  exemplars_ = std::make_unique<ExemplarStore>(store_path, stage_.name);
+  exemplars_->truncate_after(state_.step);
+  KRL_LOG(info) << "stage " << stage_.name << ": " << tasks_.size() << " tasks on the " << backend_
+                << " backend (" << evaluator_->device_name() << "), policy " << shape_.describe();
+  if (backend_ == "host" && stage_.kind == "hgemm_rl")
+    KRL_LOG(warn) << "no GPU: HGEMM candidates are C++ kernels timed on the CPU (host backend); "
+                     "CUDA kernels need a GPU";
+  if (ro_.demonstrations > 0 && ro_.response_format != "code")
+    throw ConfigError("rollout.demonstrations: needs rollout.response_format: code");
+  if (ro_.turns > 1 && (ro_.demonstrations > 0 || ro_.dynamic_sampling_rounds > 0))
+    throw ConfigError("rollout.turns: multi-turn refinement does not combine with "
+                      "rollout.demonstrations or rollout.dynamic_sampling_rounds");
+}
+
+}  // namespace
+
+std::filesystem::path run_grpo_stage(StageContext& ctx) {
+  RlStage rl(ctx);
+  while (!rl.done()) rl.step();
+  rl.finish();
+  return rl.last_checkpoint();
 }
 
 }  // namespace kernelrl

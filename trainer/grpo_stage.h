@@ -1,7 +1,9 @@
 // The RL stages (general_rl, hgemm_rl): contrastive GRPO as CUDA-L1 describes it, on the
 // general-kernel suite (LibTorch reference as t_ref) or the HGEMM grid (cuBLAS/cuBLASLt as
-// t_ref). One step reads top to bottom: sample groups -> evaluate -> rewards -> advantages ->
-// μ clipped updates -> log / checkpoint. Formulas: trainer/grpo.h and docs/grpo.md.
+// t_ref). One step reads top to bottom (RlStage::step): pick prompts -> sample groups -> score
+// (one evaluator batch across tasks: every compile in parallel, then timing) -> advantages ->
+// μ clipped updates (trainer/grpo_step.h) -> metrics / checkpoint. Formulas: trainer/grpo.h and
+// docs/grpo.md.
 #pragma once
 
 #include <filesystem>

@@ -39,10 +39,13 @@ struct GrpoConfig {
   double kl_coef = 0.0;             // β_KL of the k3 KL to the frozen reference; 0 = off
   int64_t updates_per_batch = 1;    // μ: optimizer passes over each batch of rollouts
   std::string advantage_norm = "group";  // group: /(std_g+ε) | none: Dr.GRPO | batch: /(std_batch+ε)
-  std::string loss_agg = "token-mean";   // token-mean | sequence-mean
+  std::string loss_agg = "token-mean";   // token-mean | sequence-mean (GSPO: always sequence)
+  std::string ratio_level = "token";     // token: PPO/GRPO ratio per token | sequence: GSPO
   double adv_eps = 1e-4;            // ε in the advantage denominator
-  double reward_clip_low = -1.0;    // rewards clipped into [low, high] before smoothing
-  double reward_clip_high = 10.0;
+  int64_t overlong_buffer = 0;      // DAPO soft overlong punishment: L_cache tokens below
+                                    // rollout.sampling.max_new_tokens; 0 = off
+  bool overlong_filter = false;     // DAPO overlong filtering: truncated completions (no end
+                                    // marker within max_new_tokens) take no part in the loss
   int64_t smoothing_window = 64;    // per-task window of past rewards for winsorizing; 0 = off
   double smoothing_sigmas = 3.0;    // winsorize to mean ± k·std of the window
 
@@ -53,9 +56,15 @@ struct GrpoConfig {
     v.field("updates_per_batch", updates_per_batch, "μ passes per batch", cfg::at_least(1));
     v.field("advantage_norm", advantage_norm, "group | none | batch", {"group", "none", "batch"});
     v.field("loss_agg", loss_agg, "token-mean | sequence-mean", {"token-mean", "sequence-mean"});
+    v.field("ratio_level", ratio_level,
+            "token (GRPO) | sequence (GSPO: one length-normalized ratio per sequence; use small "
+            "clip_eps, e.g. 3e-4 / 4e-4)",
+            {"token", "sequence"});
     v.field("adv_eps", adv_eps, "ε of the advantage denominator", cfg::greater_than(0));
-    v.field("reward_clip_low", reward_clip_low, "lower reward clip");
-    v.field("reward_clip_high", reward_clip_high, "upper reward clip");
+    v.field("overlong_buffer", overlong_buffer,
+            "DAPO soft overlong punishment buffer (tokens below max_new_tokens); 0 = off",
+            cfg::at_least(0));
+    v.field("overlong_filter", overlong_filter, "DAPO: truncated completions take no part in the loss");
     v.field("smoothing_window", smoothing_window, "per-task reward window; 0 = off",
             cfg::at_least(0));
     v.field("smoothing_sigmas", smoothing_sigmas, "winsorize at mean ± k·std",
@@ -68,8 +77,9 @@ struct StageConfig {
   std::string kind = "pretrain";    // pretrain | general_rl | hgemm_rl
   bool enabled = true;              // false: skip (like leaving it out of --stages)
   int64_t steps = 100;              // optimizer steps in this stage
-  int64_t batch_size = 8;           // sequences (pretrain) or prompts (RL) per micro-batch
-  int64_t grad_accum = 1;           // micro-batches per optimizer step
+  int64_t batch_size = 8;           // per micro-batch: sequences (pretrain) or completion rows
+                                    // (RL: prompt + one sampled completion each)
+  int64_t grad_accum = 1;           // micro-batches per optimizer step (pretrain)
   int64_t seq_len = 256;            // packed sequence length (pretrain)
   int64_t eval_every = 50;          // held-out evaluation period, steps; 0 = off
   int64_t eval_batches = 8;         // held-out micro-batches per evaluation (pretrain)
@@ -86,19 +96,31 @@ struct StageConfig {
     v.field("kind", kind, "pretrain | general_rl | hgemm_rl", {"pretrain", "general_rl", "hgemm_rl"});
     v.field("enabled", enabled, "false skips the stage");
     v.field("steps", steps, "optimizer steps", cfg::at_least(1));
-    v.field("batch_size", batch_size, "micro-batch size", cfg::at_least(1));
-    v.field("grad_accum", grad_accum, "micro-batches per step", cfg::at_least(1));
-    v.field("seq_len", seq_len, "packed sequence length", cfg::at_least(8));
-    v.field("eval_every", eval_every, "held-out eval period; 0 = off", cfg::at_least(0));
-    v.field("eval_batches", eval_batches, "held-out micro-batches per eval", cfg::at_least(1));
-    v.field("loss_on", loss_on, "pretrain loss on: all | code", {"all", "code"});
-    v.field("exemplar_context", exemplar_context,
-            "pretrain: share of family triplets shown a sibling variant as context",
-            cfg::in_closed(0, 1));
+    v.field("batch_size", batch_size,
+            kind == "pretrain" ? "sequences per micro-batch" : "completion rows per micro-batch",
+            cfg::at_least(1));
+    // Each kind reads only its own keys; the other kind's keys are refused by name.
+    static const char* kPretrainOnly = "a pretrain-only key; this stage is an RL stage";
+    static const char* kRlOnly = "an RL-only section; this stage is a pretrain stage";
+    if (kind == "pretrain") {
+      v.field("grad_accum", grad_accum, "micro-batches per step", cfg::at_least(1));
+      v.field("seq_len", seq_len, "packed sequence length", cfg::at_least(8));
+      v.field("eval_every", eval_every, "held-out eval period; 0 = off", cfg::at_least(0));
+      v.field("eval_batches", eval_batches, "held-out micro-batches per eval", cfg::at_least(1));
+      v.field("loss_on", loss_on, "pretrain loss on: all | code", {"all", "code"});
+      v.field("exemplar_context", exemplar_context,
+              "pretrain: share of family triplets shown a sibling variant as context",
+              cfg::in_closed(0, 1));
+      v.reject("grpo", kRlOnly);
+    } else {
+      for (const char* k : {"grad_accum", "seq_len", "eval_every", "eval_batches", "loss_on",
+                            "exemplar_context"})
+        v.reject(k, kPretrainOnly);
+    }
     v.field("checkpoint_every", checkpoint_every, "checkpoint period; 0 = end only",
             cfg::at_least(0));
     v.section("optimizer", optimizer, "AdamW and schedule");
-    v.section("grpo", grpo, "GRPO (RL stages)");
+    if (kind != "pretrain") v.section("grpo", grpo, "GRPO (RL stages)");
   }
 };
 

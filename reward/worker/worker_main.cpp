@@ -185,12 +185,15 @@ int main(int argc, char** argv) {
       }
       result = {{"status", "internal_error"}, {"check", "harness"}, {"reason", e.what()}};
     }
-    send({{"result", result}});
-    dlclose(l.handle);
-    if (backend->tainted()) {  // the client starts a fresh worker for the next request
+    if (backend->tainted()) {
+      // LibTorch's capture bookkeeping may be left behind: say so with the answer (the client
+      // waits for this process to end and starts a fresh one for the next request), then leave.
+      send({{"result", result}, {"exiting", true}});
       std::fflush(nullptr);
       _exit(0);
     }
+    send({{"result", result}});
+    dlclose(l.handle);
   }
   return 0;
 }

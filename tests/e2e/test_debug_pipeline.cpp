@@ -1,7 +1,8 @@
 // configs/debug.yaml end to end on the CPU (host backend): synthetic family data, then
 // pretrain -> general_rl -> hgemm_rl through the kernelrl binary, with the metrics every RL
 // step must log; then the same job killed after the first hgemm_rl step and resumed gives the
-// same per-step metrics as the uninterrupted run (rewards reused from the shared store).
+// same per-step metrics as the uninterrupted run (rewards reused from the shared store), through
+// steps that updated the policy.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -49,6 +50,17 @@ TEST(DebugPipeline, AllThreeStagesRunOnTheHostBackendAndResumeExactly) {
                             "evaluate_s", "update_s", "tokens_per_s"})
       EXPECT_TRUE(recs[0].contains(key)) << key;
     EXPECT_TRUE(fs::exists(dir / "a/checkpoints" / stage / "step_2/model.safetensors"));
+    // The policy learns: with one demonstration per group (rollout.demonstrations: 1) a group
+    // holds a passing kernel beside the tiny policy's failures, so it has spread and updates run.
+    int64_t updates = 0;
+    double min_zero_spread = 1;
+    for (const auto& r : recs) {
+      updates += r["updates"].get<int64_t>();
+      min_zero_spread = std::min(min_zero_spread, r["zero_spread_frac"].get<double>());
+      EXPECT_GT(r["demonstrations"].get<double>(), 0);
+    }
+    EXPECT_GT(updates, 0);
+    EXPECT_LT(min_zero_spread, 1.0);
   }
   EXPECT_FALSE(fs::is_empty(dir / "a/tensorboard/hgemm_rl"));
   EXPECT_TRUE(fs::exists(dir / "a/config.yaml"));
@@ -73,7 +85,8 @@ TEST(DebugPipeline, AllThreeStagesRunOnTheHostBackendAndResumeExactly) {
     auto ra = stage_records(dir / "a", stage), rb = stage_records(dir / "b", stage);
     ASSERT_EQ(ra.size(), rb.size());
     for (size_t i = 0; i < ra.size(); ++i)
-      for (const char* key : {"loss", "reward_mean", "reward_max", "completion_len", "kl", "entropy"})
+      for (const char* key : {"loss", "reward_mean", "reward_max", "completion_len", "kl", "entropy",
+                              "grad_norm", "ratio_mean", "updates"})
         if (ra[i].contains(key)) EXPECT_DOUBLE_EQ(ra[i][key].get<double>(), rb[i][key].get<double>())
               << key << " at step " << i + 1;
   }

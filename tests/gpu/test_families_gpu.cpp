@@ -125,5 +125,53 @@ TEST(FamiliesGpu, VariantsOfEveryCudaFamilyPassTheEvaluator) {
   EXPECT_EQ(r.status, EvalStatus::wrong_answer) << r.check << ": " << r.reason;
 }
 
+// hgemm_wgmma (sm_90a only; skipped elsewhere): a sample covering both layouts, 2-CTA clusters,
+// split-K, both epilogues and BK 128, on partial tiles in M, N and K (192x320x448: 448 is not a
+// multiple of 128) and on a deep K. Negative control: the body with its last k-block dropped
+// (producer and consumers alike, so it finishes) must be a wrong answer.
+TEST(FamiliesGpu, WgmmaSamplePassesTheEvaluatorAndABrokenOneFails) {
+  REQUIRE_CUDA();
+  testing::ScratchDir dir;
+  Evaluator ev(gpu_config(dir), dir / "results.sqlite");
+  if (ev.arch() != "sm_90a") GTEST_SKIP() << "hgemm_wgmma needs sm_90a, device is " << ev.arch();
+  auto knobs = [](int bm, int bn, int bk, int cluster, int split, int epi) {
+    return [=](const KernelVariant& v) {
+      return param(v, "BM") == bm && param(v, "BN") == bn && param(v, "BK") == bk &&
+             param(v, "CLUSTER") == cluster && param(v, "SPLITK") == split &&
+             param(v, "EPI") == epi;
+    };
+  };
+  const TaskSpec partial = hgemm_task(192, 320, 448, "nn"),
+                 partial_tn = hgemm_task(192, 320, 448, "tn");
+  const TaskSpec deep = hgemm_task(256, 384, 4096, "nn"), deep_tn = hgemm_task(256, 384, 4096, "tn");
+  std::vector<Case> cases = {
+      {partial, pick("hgemm_wgmma", "nn", "f32", knobs(128, 256, 64, 1, 1, 1))},
+      {partial_tn, pick("hgemm_wgmma", "tn", "f32", knobs(128, 256, 64, 2, 1, 1))},
+      {partial, pick("hgemm_wgmma", "nn", "f32", knobs(256, 128, 64, 2, 1, 1))},
+      {partial_tn, pick("hgemm_wgmma", "tn", "f32", knobs(256, 128, 64, 1, 1, 0))},
+      {partial_tn, pick("hgemm_wgmma", "tn", "f32", knobs(128, 128, 128, 1, 1, 1))},
+      {partial, pick("hgemm_wgmma", "nn", "f32", knobs(64, 128, 64, 1, 4, 0))},
+      {deep, pick("hgemm_wgmma", "nn", "f32", knobs(128, 128, 64, 2, 4, 0))},
+      {deep_tn, pick("hgemm_wgmma", "tn", "f32", knobs(128, 192, 64, 1, 1, 1))},
+  };
+  std::vector<std::string> sources;
+  for (const auto& c : cases) sources.push_back(c.v.source);
+  EXPECT_EQ(ev.precompile(sources), static_cast<int>(sources.size()));
+  for (const auto& c : cases) {
+    EvalResult r = ev.evaluate_one(c.task, c.v.source);
+    std::printf("%-92s %-22s %s %.2f us (x%.3f %s)\n", c.v.name.c_str(), c.task.name.c_str(),
+                status_name(r.status), r.cand.median_us, r.speedup, r.reference.c_str());
+    EXPECT_EQ(r.status, EvalStatus::ok)
+        << c.v.name << " on " << c.task.name << ": " << r.check << ": " << r.reason << "\n"
+        << r.compile_log;
+  }
+  std::string bad = cases[0].v.source;
+  const std::string kb = "sch.k_blocks = (K + BK - 1) / BK;";
+  ASSERT_NE(bad.find(kb), std::string::npos);
+  bad.replace(bad.find(kb), kb.size(), "sch.k_blocks = (K + BK - 1) / BK - 1;");
+  EvalResult r = ev.evaluate_one(deep, bad);
+  EXPECT_EQ(r.status, EvalStatus::wrong_answer) << r.check << ": " << r.reason;
+}
+
 }  // namespace
 }  // namespace kernelrl

@@ -94,6 +94,20 @@ TEST(Config, ErrorsInsideListItemsCarryTheIndex) {
               HasSubstr("trainer.stages[0].stepz: unknown key"));
 }
 
+TEST(Config, StagesRefuseTheOtherKindsKeys) {
+  EXPECT_EQ(error_of("trainer: {stages: [{kind: pretrain}, {kind: hgemm_rl, seq_len: 512}]}"),
+            "trainer.stages[1].seq_len: a pretrain-only key; this stage is an RL stage");
+  EXPECT_EQ(error_of("trainer: {stages: [{kind: general_rl, eval_every: 5}]}"),
+            "trainer.stages[0].eval_every: a pretrain-only key; this stage is an RL stage");
+  EXPECT_EQ(error_of("trainer: {stages: [{kind: pretrain, grpo: {kl_coef: 0.1}}]}"),
+            "trainer.stages[0].grpo: an RL-only section; this stage is a pretrain stage");
+  // Each kind still reads its own keys.
+  JobConfig job = parse(
+      "trainer: {stages: [{kind: pretrain, seq_len: 64}, {kind: hgemm_rl, grpo: {kl_coef: 0.1}}]}", {});
+  EXPECT_EQ(job.trainer.stages[0].seq_len, 64);
+  EXPECT_DOUBLE_EQ(job.trainer.stages[1].grpo.kl_coef, 0.1);
+}
+
 TEST(Config, OverridesApplyOnTopAndCreateKeys) {
   JobConfig job = parse("reward: {alpha: 0.5}", {"reward.alpha=0.25", "run.seed=3",
                                                  "rollout.sampling.top_k=8"});

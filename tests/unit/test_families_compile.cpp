@@ -6,6 +6,7 @@
 
 #include <random>
 #include <set>
+#include <sstream>
 
 #include "common/error.h"
 #include "data/families.h"
@@ -103,6 +104,92 @@ TEST(FamiliesCompile, GeneralCudaSampleCompilesInOneTranslationUnit) {
   ScratchDir dir;
   write_text(dir / "general.cu", tu);
   compile_cuda(nv, dir / "general.cu");
+}
+
+// hgemm_wgmma (sm_90a only): a sample compiles with nvcc for sm_90a without a register spill
+// (ptxas -warn-spills under -Werror). One nvcc call for CI's sake: the body once, then each
+// sampled variant's instance block with its own Config name and entry point. The sample holds
+// the largest accumulator footprints (128x256 and 256x128 with two consumers), a 2-CTA cluster,
+// both epilogues, BK 128, split-K, both layouts, and one seeded random variant.
+TEST(FamiliesCompile, WgmmaSampleCompilesForSm90aWithoutSpills) {
+  std::string nv = nvcc();
+  if (nv.empty()) GTEST_SKIP() << "no nvcc";
+  auto vs = hgemm_family_variants("hgemm_wgmma");
+  ASSERT_GE(vs.size(), 150u);
+  // Every variant is kernels/hgemm_wgmma.cuh verbatim plus its instance block.
+  const std::string body =
+      testing::read_text(std::string(KERNELRL_SOURCE_DIR) + "/kernels/hgemm_wgmma.cuh");
+  const std::string marker = "\n// ---- instance:";
+  for (const auto& v : vs) {
+    ASSERT_EQ(v.arch, "sm_90a");
+    ASSERT_EQ(v.source.find(body), kernel_abi_prelude().size()) << v.name;
+    ASSERT_NE(v.source.find(marker), std::string::npos) << v.name;
+  }
+  auto with = [&](const std::string& layout, int bm, int bn, int bk, int cluster, int split,
+                  int epi) {
+    for (const auto& v : vs)
+      if (v.layout == layout && param(v, "BM") == bm && param(v, "BN") == bn &&
+          param(v, "BK") == bk && param(v, "CLUSTER") == cluster && param(v, "SPLITK") == split &&
+          param(v, "EPI") == epi)
+        return v;
+    ADD_FAILURE() << "no hgemm_wgmma variant " << layout << " " << bm << "x" << bn << "x" << bk;
+    return vs[0];
+  };
+  std::mt19937_64 rng(2026);
+  std::vector<KernelVariant> sample = {
+      with("nn", 128, 256, 64, 2, 1, 1), with("tn", 256, 128, 64, 1, 1, 0),
+      with("tn", 128, 128, 128, 1, 1, 1), with("nn", 64, 128, 64, 1, 4, 0),
+      vs[rng() % vs.size()]};
+  std::string tu = vs[0].source.substr(0, vs[0].source.find(marker));
+  for (size_t i = 0; i < sample.size(); ++i) {
+    std::string inst = sample[i].source.substr(sample[i].source.find(marker));
+    const std::string id = std::to_string(i);
+    for (auto [from, to] : {std::pair<std::string, std::string>{"using Cfg =", "using Cfg" + id + " ="},
+                            {"run<Cfg>", "run<Cfg" + id + ">"},
+                            {"kernelrl_launch(", "kernelrl_launch_" + id + "("}}) {
+      ASSERT_NE(inst.find(from), std::string::npos) << sample[i].name;
+      inst.replace(inst.find(from), from.size(), to);
+    }
+    tu += inst;
+  }
+  ScratchDir dir;
+  write_text(dir / "wgmma.cu", tu);
+  const std::string so = (dir / "wgmma.so").string();
+  auto r = testing::run_command(nv + " -std=c++17 -O3 --expt-relaxed-constexpr -gencode "
+                                "arch=compute_90a,code=sm_90a -Xptxas -warn-spills -Werror "
+                                "all-warnings -Xcompiler -fPIC -shared -o " + so + " " +
+                                (dir / "wgmma.cu").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  // The evaluator's worker dlopens many candidates into one process: a candidate exports its
+  // entry point and nothing else. (A weak or GNU-unique symbol, e.g. a function-local static
+  // of a template, would be shared with an earlier candidate of the same Config.)
+  auto syms = testing::run_command("nm -D --defined-only " + so);
+  ASSERT_EQ(syms.exit_code, 0) << syms.output;
+  std::istringstream lines(syms.output);
+  int entry_points = 0;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.empty()) continue;
+    EXPECT_NE(line.find(" T kernelrl_launch_"), std::string::npos) << line;
+    ++entry_points;
+  }
+  EXPECT_EQ(entry_points, static_cast<int>(sample.size()));
+}
+
+TEST(Families, WgmmaVariantsOnlyWhereTheDeviceIsSm90a) {
+  const TaskSpec t = hgemm_task(256, 256, 256, "tn");
+  auto count = [&](const std::string& backend, const std::string& arch) {
+    int n = 0;
+    for (const auto& v : variants_for_task(t, backend, arch)) n += v.family == "hgemm_wgmma";
+    return n;
+  };
+  EXPECT_GT(count("cuda", "sm_90a"), 0);
+  EXPECT_EQ(count("cuda", ""), count("cuda", "sm_90a"));  // no arch given: every variant
+  EXPECT_EQ(count("cuda", "sm_80"), 0);
+  EXPECT_EQ(count("cuda", "sm_100a"), 0);
+  EXPECT_EQ(count("host", "host"), 0);
+  EXPECT_GT(variants_for_task(t, "cuda", "sm_80").size(), 0u);  // the other families stay
+  EXPECT_TRUE(arch_runs("", "sm_80"));
+  EXPECT_FALSE(arch_runs("sm_90a", "sm_90"));
 }
 
 TEST(FamiliesCompile, HostHgemmVariantCompilesAloneWithGxx) {

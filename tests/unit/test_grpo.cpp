@@ -83,6 +83,24 @@ TEST(ClippedSurrogate, SequenceMeanAveragesRowsFirst) {
   EXPECT_NEAR(t.loss.item<float>(), ((-0.5 - 1.0 - 1.28) / 3 + (0.8 + 1.0) / 2) / 2, 1e-5);
 }
 
+TEST(ClippedSurrogate, GspoSequenceRatioValueClipAndGradient) {
+  SurrogateCase c;
+  GrpoConfig cfg;
+  cfg.ratio_level = "sequence";
+  cfg.clip_eps_low = 0.2;
+  cfg.clip_eps_high = 0.28;
+  auto t = clipped_surrogate(c.logp, c.logp_old, {}, c.adv, c.mask, cfg);
+  // Row 0: s = (0.5·1·1.5)^(1/3) = 0.908560, A = 1, unclipped: L = −0.908560.
+  // Row 1: s = (0.5·1)^(1/2) = 0.707107 < 0.8 with A = −1: clipped, L = 0.8. Mean over rows.
+  const double s0 = std::cbrt(0.75);
+  EXPECT_NEAR(t.loss.item<float>(), (-s0 + 0.8) / 2, 1e-5);
+  EXPECT_NEAR(t.clip_fraction.item<float>(), 2.0 / 5, 1e-6);  // row 1's 2 of 5 tokens
+  t.loss.backward();
+  auto g = c.logp.grad();
+  for (int j = 0; j < 3; ++j) EXPECT_NEAR(g[0][j].item<float>(), -s0 / 3 / 2, 1e-6);  // ∂(−s0)/∂logp_t / 2
+  for (int j = 0; j < 3; ++j) EXPECT_EQ(g[1][j].item<float>(), 0.f);  // clipped row, masked token
+}
+
 TEST(ClippedSurrogate, GradientVanishesWhereTheClipBinds) {
   SurrogateCase c;
   GrpoConfig cfg;
@@ -111,21 +129,57 @@ TEST(ClippedSurrogate, K3KlMatchesClosedForm) {
   EXPECT_GE(t.kl.item<float>(), 0.f);
 }
 
-TEST(RewardSmoother, ClipsThenWinsorizesPerTask) {
+TEST(TurnReturns, DiscountOverLaterTurns) {
+  // Two trajectories, three turns: rows [t1a, t1b, t2a, t2b, t3a, t3b].
+  const std::vector<double> r = {-1, 0.5, -1, 1.0, 2.0, 1.5};
+  auto R = turn_returns(r, 3, 0.5);
+  // a: R3 = 2, R2 = -1 + 0.5·2 = 0, R1 = -1 + 0.5·0 = -1; b: R3 = 1.5, R2 = 1.75, R1 = 1.375
+  const std::vector<double> want = {-1, 1.375, 0, 1.75, 2.0, 1.5};
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_DOUBLE_EQ(R[i], want[i]) << i;
+  EXPECT_EQ(turn_returns(r, 1, 0.5), r);  // one turn: the rewards themselves
+}
+
+TEST(OverlongPenalty, DapoSoftPunishment) {
+  // L_max 100, L_cache 20: free up to 80, linear to −1 at 100, −1 beyond; buffer 0 = off.
+  EXPECT_EQ(overlong_penalty(80, 100, 20), 0.0);
+  EXPECT_DOUBLE_EQ(overlong_penalty(90, 100, 20), -0.5);
+  EXPECT_DOUBLE_EQ(overlong_penalty(100, 100, 20), -1.0);
+  EXPECT_EQ(overlong_penalty(101, 100, 20), -1.0);
+  EXPECT_EQ(overlong_penalty(100, 100, 0), 0.0);
+}
+
+TEST(RewardSmoother, WinsorizesPerTaskAgainstTheWindowBeforeTheStep) {
   GrpoConfig cfg;
-  cfg.reward_clip_low = -1;
-  cfg.reward_clip_high = 1000;
   cfg.smoothing_window = 8;
   cfg.smoothing_sigmas = 3;
-  RewardSmoother s(cfg);
-  EXPECT_EQ(s.apply("a", -5), -1);  // clipped, and the window takes −1
   RewardSmoother t(cfg);
-  for (int i = 1; i <= 8; ++i) EXPECT_EQ(t.apply("a", i), i);  // window filling: untouched
-  EXPECT_NEAR(t.apply("a", 100), 11.848469, 1e-5);  // mean 4.5 + 3·stdev(1..8)
-  EXPECT_EQ(t.apply("b", 100), 100);                // another task's window is its own
+  // Window filling (fewer than 8 rewards before the step): untouched.
+  std::vector<double> first = {1, 2, 3, 4, 5, 6, 7, 8};
+  EXPECT_EQ(t.apply_step(std::vector<std::string>(8, "a"), first), first);
+  // mean(1..8) + 3·stdev(1..8) = 4.5 + 3·2.449490 = 11.848469; task b has no window yet.
+  auto got = t.apply_step({"a", "b"}, {100, 100});
+  EXPECT_NEAR(got[0], 11.848469, 1e-5);
+  EXPECT_EQ(got[1], 100);
   RewardSmoother u(cfg);
   u.load_state(t.state());
-  EXPECT_DOUBLE_EQ(u.apply("a", 3), t.apply("a", 3));  // state round-trips for resume
+  EXPECT_EQ(u.apply_step({"a"}, {3}), t.apply_step({"a"}, {3}));  // state round-trips for resume
+}
+
+TEST(RewardSmoother, AStepIsNotWinsorizedAgainstItsOwnSamples) {
+  // 7 rewards of 0 in the window, then a step of 8 samples of 50: with per-sample updates the
+  // 2nd..8th sample would be winsorized against a window already holding the 1st (which had
+  // filled it to 8); per step, the window before it holds 7 (< 8): nothing is touched.
+  GrpoConfig cfg;
+  cfg.smoothing_window = 64;
+  cfg.smoothing_sigmas = 1;
+  RewardSmoother s(cfg);
+  s.apply_step(std::vector<std::string>(7, "a"), std::vector<double>(7, 0.0));
+  const std::vector<double> step(8, 50.0);
+  EXPECT_EQ(s.apply_step(std::vector<std::string>(8, "a"), step), step);
+  // The next step sees all 15: mean 26.67, sd 25.82 (unbiased): 50 stays, 100 -> mean + sd.
+  auto next = s.apply_step({"a", "a"}, {50, 100});
+  EXPECT_EQ(next[0], 50);
+  EXPECT_NEAR(next[1], 400.0 / 15 + std::sqrt((7 * std::pow(400.0 / 15, 2) + 8 * std::pow(50 - 400.0 / 15, 2)) / 14), 1e-9);
 }
 
 }  // namespace

@@ -3,8 +3,12 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <fstream>
+
 #include "data/tokenizer.h"
+#include "rollout/group_sampler.h"
 #include "rollout/prompt.h"
+#include "test_util.h"
 
 namespace kernelrl {
 namespace {
@@ -78,6 +82,48 @@ TEST(ParseResponse, MarkdownFenceIsUnwrapped) {
   auto r = parse_response("Here you go:\n```cuda\n__global__ void k() {}\n```\nDone.", "code");
   ASSERT_TRUE(r.ok);
   EXPECT_EQ(r.code, "__global__ void k() {}\n");
+}
+
+TEST(Prompt, RevisionShowsThePreviousKernelAndTheVerdictLast) {
+  PromptParts parts;
+  parts.previous_code = "// my first try\n";
+  parts.previous_verdict = "wrong_answer/integer_sum_mismatch: 12 of 4096 sums are wrong";
+  std::string p = build_prompt(hgemm(), parts);
+  EXPECT_THAT(p, HasSubstr("Your previous kernel:\n// my first try"));
+  EXPECT_THAT(p, HasSubstr("verdict: wrong_answer/integer_sum_mismatch"));
+  EXPECT_LT(p.find("my first try"), p.rfind(kCodeMarker));  // the code marker still ends it
+  EXPECT_EQ(p.rfind(kCodeMarker) + std::string(kCodeMarker).size(), p.size());
+  EXPECT_THAT(build_prompt(hgemm(), PromptParts{}), ::testing::Not(HasSubstr("previous kernel")));
+}
+
+TEST(PromptGroup, AnExemplarThatNeverFitsIsDroppedBeforeShorterOnes) {
+  kernelrl::testing::ScratchDir dir;
+  {
+    std::ofstream corpus(dir / "corpus.txt");
+    for (int i = 0; i < 300; ++i)
+      corpus << "__global__ void kernel_" << i << "(float* out, const float* in) { out[i] = in[i] * " << i
+             << "; }\n";
+  }
+  TokenizerTrainOptions to;
+  to.vocab_size = 400;
+  auto tok = Tokenizer::train(dir / "corpus.txt", dir / "tok.model", to);
+  PromptParts parts;
+  const std::string small_a = "// kernel a\nout[i] = in[i];\n", small_c = "// kernel c\nout[i] = 2 * in[i];\n";
+  std::string huge = "// kernel b\n";
+  for (int i = 0; i < 400; ++i) huge += "out[" + std::to_string(i) + "] = in[" + std::to_string(i) + "];\n";
+  parts.exemplars = {{"a", small_a, 0.5}, {"c", small_c, 1.0}, {"b", huge, 2.0}};  // worst first
+  PromptParts both = parts;
+  both.exemplars = {parts.exemplars[0], parts.exemplars[1]};
+  const int64_t need = static_cast<int64_t>(tok.encode(build_prompt(hgemm(), both), tok.bos_id() >= 0).size());
+  const int64_t huge_alone = static_cast<int64_t>(
+      tok.encode(build_prompt(hgemm(), PromptParts{"", "", {parts.exemplars[2]}}), tok.bos_id() >= 0).size());
+  ASSERT_GT(huge_alone, need + 50);
+  // Room for a and c together (and 10 tokens to spare), never for b.
+  PromptGroup g = make_prompt_group(hgemm(), parts, tok, need + 10 + 32, 32);
+  EXPECT_EQ(g.exemplars_used, 2);
+  EXPECT_THAT(g.prompt, HasSubstr("kernel a"));
+  EXPECT_THAT(g.prompt, HasSubstr("kernel c"));
+  EXPECT_THAT(g.prompt, ::testing::Not(HasSubstr("kernel b")));
 }
 
 TEST(ParseResponse, MissingCodeIsAFormatFailureWithReason) {

@@ -37,6 +37,19 @@ TEST(RewardFormula, MeanOverTermsAndClipping) {
   EXPECT_NE(why.find("clipped"), std::string::npos) << why;
 }
 
+TEST(RewardFormula, APassingCandidateNeverScoresBelowAFailingOne) {
+  RewardConfig cfg;
+  cfg.alpha = 0.0;
+  cfg.beta = 1.0;
+  cfg.failed_reward = -1.0;
+  // speedup 0.1 minus 1.0·L(5 kchars) = -4.9, clipped to failed_reward.
+  std::string why;
+  double r = compute_reward(cfg, {{10.0, 100.0, 0.0}}, std::string(5000, 'x'), &why);
+  EXPECT_EQ(r, -1.0);
+  EXPECT_NE(why.find("-4.9"), std::string::npos) << why;
+  EXPECT_NE(why.find("clipped to -1"), std::string::npos) << why;
+}
+
 TEST(RewardFormula, NoTermsGivesFailedReward) {
   RewardConfig cfg;
   cfg.failed_reward = -2.5;

@@ -1,0 +1,107 @@
+// The kernel catalog: the best verified HGEMM kernel per (device, shape, layout, accumulation)
+// across results stores (RL runs, benches, family sweeps) and evaluated kernel directories, with
+// its device time against every baseline measured beside it. Stored as one JSON file (entries
+// plus each kernel's source once), written atomically. Building and printing live here; the
+// CMake/C++/PyTorch package is export.h's. Nothing here runs a kernel.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "reward/result_store.h"
+
+namespace kernelrl {
+
+// A contender's medians over the evaluations behind an entry.
+struct CatalogTime {
+  double device_us = 0;  // device mode (CUDA-graph replay on a GPU)
+  double call_us = 0;    // eager call time measured beside it (0 when not measured)
+};
+
+struct CatalogEntry {
+  // Key.
+  std::string backend;  // gpu | host
+  std::string device;   // the evaluator's device name ("host" on the host backend)
+  int64_t m = 0, n = 0, k = 0;
+  std::string layout = "nn";  // nn | tn
+  std::string acc = "f32";    // f32 | f16 accumulation
+  // The kernel.
+  std::string kernel_id;  // "k" + 12 hex digits of content_hash(source)
+  std::string hash;       // the evaluator's compile hash (source + flags + arch)
+  std::string origin;     // where its latest evaluation came from (store or file)
+  CatalogTime time;       // its own times
+  double cv = 0;          // spread of its latest evaluation
+  std::map<std::string, CatalogTime> baselines;  // every baseline measured beside it
+  std::string reference;  // the ranking baseline: lt-auto (gpu) | torch (host)
+  double speedup = 0;     // median over evaluations of reference / kernel device time
+  double max_abs_dev = 0, dev_bound = 0;  // of its latest evaluation
+  int64_t evaluations = 0;                // evaluations of this kernel behind the medians
+  int64_t competitors = 0;                // distinct verified kernels that competed for this key
+  std::string mode;                       // timing key, e.g. "device/cold/g20"
+  std::string measured_at;                // latest evaluation (UTC)
+
+  std::string shape() const;  // "MxNxK"
+  // Speedup over a baseline measured beside it (0 when it was not).
+  double speedup_over(const std::string& baseline) const;
+};
+
+struct Catalog {
+  std::string created_at;                      // UTC
+  std::vector<std::string> inputs;             // stores and kernel directories it came from
+  std::map<std::string, int64_t> skipped;      // evaluations left out, by reason
+  std::vector<CatalogEntry> entries;           // sorted by key
+  std::map<std::string, std::string> sources;  // kernel_id -> source
+};
+
+// "k" + 12 hex digits of the source's content hash: a kernel's name in catalogs and exports.
+std::string catalog_kernel_id(const std::string& source);
+// The ranking baseline of a backend: lt-auto (cuBLASLt autotuned, the task's layout) on a GPU,
+// torch on the host backend.
+std::string catalog_reference(const std::string& backend);
+
+// Collects evaluations and keeps, per key, the kernel with the highest median speedup over the
+// reference (ties: lower median device time, then kernel id). Ranking by the speedup measured
+// beside each evaluation, not by raw time, cancels clock and thermal differences between
+// evaluations made at different times. Medians per kernel first: a kernel timed many times
+// (RL groups re-evaluate winners) is not favoured by its luckiest draw.
+class CatalogBuilder {
+ public:
+  explicit CatalogBuilder(std::string l2 = "cold");  // only evaluations with this L2 state
+  // One evaluation; left out (counted by reason) unless it passed, is an HGEMM task and was
+  // timed in device mode with its reference baseline beside it under the builder's L2 state.
+  void add(const StoredResult& r, const std::string& origin);
+  // Every evaluation of a results store. Throws UserError if it is not one.
+  void add_store(const std::filesystem::path& store);
+  void add_input(const std::string& what) { inputs_.push_back(what); }
+  Catalog finish() const;
+
+ private:
+  struct Eval {  // what an entry needs of one evaluation
+    EvalResult result;
+    std::string mode, created_at, origin;
+  };
+  std::string l2_;
+  std::vector<std::string> inputs_;
+  std::map<std::string, int64_t> skipped_;
+  std::map<std::string, CatalogEntry> keys_;  // key string -> the key's fields
+  // key string -> kernel id -> its evaluations, in the order added
+  std::map<std::string, std::map<std::string, std::vector<Eval>>> seen_;
+  std::map<std::string, std::string> sources_;  // kernel id -> source
+};
+
+// Writes atomically; reads with a UserError naming the file when it is not a catalog.
+void write_catalog(const std::filesystem::path& path, const Catalog& c);
+Catalog read_catalog(const std::filesystem::path& path);
+nlohmann::json to_json(const CatalogEntry& e);
+CatalogEntry catalog_entry_from_json(const nlohmann::json& j);
+
+// The `kernelrl catalog show` table: per device, one row per entry (shape, layout, acc, kernel,
+// device us, reference us, speedup, lt-auto-max speedup, evaluations), then wins and means.
+std::string format_catalog(const Catalog& c);
+
+}  // namespace kernelrl

@@ -1,0 +1,38 @@
+// `kernelrl catalog export`: turns a catalog into a self-contained CMake package (sources, not
+// binaries) that builds libkernelrl_catalog.so (hgemm dispatch to the catalog kernel where it
+// beat cuBLASLt, else autotuned cuBLASLt), one module per kernel and, with LibTorch, the
+// torch.ops.kernelrl operators. The package's fixed files are catalog/package/ (embedded by
+// CMake); the table, the kernel files and catalog.cmake are generated here. It compiles nothing.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "catalog/catalog.h"
+
+namespace kernelrl {
+
+struct ExportOptions {
+  std::filesystem::path out;    // package directory (replaced if it holds an earlier export)
+  std::string arch;             // "sm_90a"; "" = from the device name (H100/H200 -> sm_90a, ...)
+  std::string device;           // which GPU's entries; "" = the catalog's only GPU
+  bool only_winners = false;    // compile only kernels that beat lt-auto somewhere
+  double min_speedup = 1.0;     // a kernel is dispatched where speedup over lt-auto > this
+  std::string cutlass_include;  // default CUTLASS include dir written into the package
+};
+
+struct ExportSummary {
+  std::string device, arch;
+  int entries = 0;                 // (shape, layout) entries in the dispatch table
+  int wins = 0;                    // of which dispatch to their kernel
+  int kernels = 0;                 // kernel modules in the package
+  std::vector<std::string> notes;  // what was left out and why
+};
+
+// The SM architecture of a GPU by name ("NVIDIA H100 80GB HBM3" -> "sm_90a"), "" if unknown.
+std::string arch_for_device(const std::string& device);
+
+ExportSummary export_catalog(const Catalog& catalog, const ExportOptions& options);
+
+}  // namespace kernelrl

@@ -1,0 +1,170 @@
+// The GRPO update's glue (trainer/grpo_step.h) on the CPU with a tiny policy, against
+// independent references: the padded batch and its t−1 target mask written out by hand; the
+// gradients of grpo_update with micro-batches of 1 row and of all rows against one full-batch
+// surrogate computed directly (token-mean and sequence-mean); the first pass's ratio is exactly
+// 1 when π_old comes from the same forward path; rows of zero-spread groups take no part.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "trainer/grpo.h"
+#include "trainer/grpo_step.h"
+#include "trainer/train_utils.h"
+
+using namespace kernelrl;
+
+static const int kOneThread = (torch::set_num_threads(1), 0);
+
+namespace {
+
+constexpr int64_t kVocab = 61;
+constexpr int64_t kPad = 0;
+
+// Two prompts, two completions each, of different lengths.
+void make_rollouts(std::vector<PromptGroup>* groups, std::vector<Rollout>* rollouts) {
+  groups->resize(2);
+  (*groups)[0].prompt_ids = {5, 6, 7};
+  (*groups)[1].prompt_ids = {8, 9};
+  auto add = [&](size_t g, std::vector<int64_t> c) {
+    Rollout r;
+    r.group = g;
+    r.completion = std::move(c);
+    rollouts->push_back(r);
+  };
+  add(0, {11, 12});
+  add(0, {13, 14, 15, 16});
+  add(1, {17});
+  add(1, {18, 19, 20});
+}
+
+TEST(GrpoStep, BatchRowsAndTheShiftedTargetMask) {
+  std::vector<PromptGroup> groups;
+  std::vector<Rollout> rollouts;
+  make_rollouts(&groups, &rollouts);
+  RlBatch b = make_rl_batch(groups, rollouts, kPad);
+  // Longest row: 3 + 4 = 7 tokens.
+  ASSERT_EQ(b.tokens.sizes(), (std::vector<int64_t>{4, 7}));
+  ASSERT_EQ(b.target_mask.sizes(), (std::vector<int64_t>{4, 6}));
+  const std::vector<std::vector<int64_t>> tokens = {
+      {5, 6, 7, 11, 12, 0, 0}, {5, 6, 7, 13, 14, 15, 16}, {8, 9, 17, 0, 0, 0, 0}, {8, 9, 18, 19, 20, 0, 0}};
+  // Index t scores token t+1: completion tokens sit at 3.. (rows 0, 1) and 2.. (rows 2, 3).
+  const std::vector<std::vector<float>> mask = {
+      {0, 0, 1, 1, 0, 0}, {0, 0, 1, 1, 1, 1}, {0, 1, 0, 0, 0, 0}, {0, 1, 1, 1, 0, 0}};
+  for (int64_t i = 0; i < 4; ++i) {
+    for (int64_t t = 0; t < 7; ++t) {
+      EXPECT_EQ(b.tokens[i][t].item<int64_t>(), tokens[i][t]) << i << "," << t;
+      EXPECT_EQ(b.attention[i][t].item<bool>(), tokens[i][t] != 0) << i << "," << t;
+    }
+    for (int64_t t = 0; t < 6; ++t) EXPECT_EQ(b.target_mask[i][t].item<float>(), mask[i][t]) << i << "," << t;
+  }
+}
+
+struct Fixture {
+  std::vector<PromptGroup> groups;
+  std::vector<Rollout> rollouts;
+  RlBatch batch;
+  torch::Tensor adv, valid;
+};
+
+Fixture make_fixture() {
+  Fixture s;
+  make_rollouts(&s.groups, &s.rollouts);
+  s.batch = make_rl_batch(s.groups, s.rollouts, kPad);
+  s.adv = torch::tensor({1.0f, -1.0f, 0.7f, -0.7f});
+  s.valid = torch::ones({4}, torch::kBool);
+  return s;
+}
+
+std::vector<torch::Tensor> grads_of(LlamaModel& m) {
+  std::vector<torch::Tensor> g;
+  for (auto& p : m->parameters()) g.push_back(p.grad().defined() ? p.grad().clone() : torch::zeros_like(p));
+  return g;
+}
+
+// The surrogate over the whole batch in one forward, straight from clipped_surrogate.
+std::vector<torch::Tensor> full_batch_grads(const Fixture& s, const GrpoConfig& cfg,
+                                            const torch::Tensor& logp_old) {
+  auto m = make_model(preset_shape("tiny", kVocab), torch::kCPU, torch::kFloat32, 3);
+  m->train();
+  auto logp = token_logprobs(m, s.batch.tokens, s.batch.attention);
+  auto mask = s.batch.target_mask * s.valid.to(torch::kFloat32).unsqueeze(1);
+  clipped_surrogate(logp, logp_old, {}, s.adv, mask, cfg).loss.backward();
+  return grads_of(m);
+}
+
+void expect_close(const std::vector<torch::Tensor>& a, const std::vector<torch::Tensor>& b) {
+  ASSERT_EQ(a.size(), b.size());
+  double worst = 0;
+  for (size_t i = 0; i < a.size(); ++i)
+    worst = std::max(worst, (a[i] - b[i]).abs().max().item<double>() /
+                                (b[i].abs().max().item<double>() + 1e-12));
+  EXPECT_LT(worst, 1e-4);
+}
+
+void gradients_match_for(const std::string& agg) {
+  Fixture s = make_fixture();
+  GrpoConfig cfg;
+  cfg.loss_agg = agg;
+  OptimizerConfig oc;
+  oc.lr = 1e-30;  // (AdamW needs lr > 0) the step leaves the weights as they were to fp32
+  // A fixed π_old that differs from π so ratios ≠ 1 and some clips are active.
+  auto g = at::detail::createCPUGenerator(9);
+  const auto logp_old = -torch::rand({4, 6}, g) * 4;
+  const auto want = full_batch_grads(s, cfg, logp_old);
+  for (int64_t micro : {1, 2, 4}) {
+    auto m = make_model(preset_shape("tiny", kVocab), torch::kCPU, torch::kFloat32, 3);
+    m->train();
+    auto opt = make_adamw(*m, oc);
+    auto st = grpo_update(m, *opt, s.batch, s.adv, s.valid, logp_old, {}, cfg, micro, /*clip=*/0.0, false);
+    ASSERT_EQ(st.passes.size(), 1u);
+    EXPECT_EQ(st.tokens, 10);  // 2 + 4 + 1 + 3 completion tokens
+    SCOPED_TRACE(agg + " micro " + std::to_string(micro));
+    expect_close(grads_of(m), want);
+  }
+}
+
+TEST(GrpoStep, MicroBatchesOfOneAndOfAllGiveTheFullBatchGradients) {
+  gradients_match_for("token-mean");
+  gradients_match_for("sequence-mean");
+}
+
+TEST(GrpoStep, FirstPassRatioIsExactlyOneAndLaterPassesMove) {
+  Fixture s = make_fixture();
+  GrpoConfig cfg;
+  cfg.updates_per_batch = 3;
+  OptimizerConfig oc;
+  oc.lr = 1e-2;
+  auto m = make_model(preset_shape("tiny", kVocab), torch::kCPU, torch::kFloat32, 4);
+  m->train();
+  auto opt = make_adamw(*m, oc);
+  const auto logp_old = rl_logprobs(m, s.batch, 2);
+  auto st = grpo_update(m, *opt, s.batch, s.adv, s.valid, logp_old, {}, cfg, 2, 1.0, false);
+  ASSERT_EQ(st.passes.size(), 3u);
+  EXPECT_DOUBLE_EQ(st.passes[0].ratio_mean, 1.0);
+  EXPECT_EQ(st.passes[0].clip_fraction, 0.0);
+  EXPECT_NE(st.passes[2].ratio_mean, 1.0);  // the policy moved between passes
+  EXPECT_GT(st.passes[0].grad_norm, 0.0);
+}
+
+TEST(GrpoStep, RowsOfZeroSpreadGroupsTakeNoPart) {
+  Fixture s = make_fixture();
+  s.valid = torch::tensor({true, true, false, false});
+  s.adv = torch::tensor({1.0f, -1.0f, 0.0f, 0.0f});
+  GrpoConfig cfg;
+  OptimizerConfig oc;
+  oc.lr = 1e-30;
+  auto g = at::detail::createCPUGenerator(2);
+  const auto logp_old = -torch::rand({4, 6}, g) * 4;
+  const auto want = full_batch_grads(s, cfg, logp_old);
+  auto m = make_model(preset_shape("tiny", kVocab), torch::kCPU, torch::kFloat32, 3);
+  m->train();
+  auto opt = make_adamw(*m, oc);
+  auto st = grpo_update(m, *opt, s.batch, s.adv, s.valid, logp_old, {}, cfg, 1, 0.0, false);
+  EXPECT_EQ(st.tokens, 6);  // rows 0 and 1: 2 + 4 completion tokens
+  expect_close(grads_of(m), want);
+  // No valid row at all: no optimizer step.
+  s.valid = torch::zeros({4}, torch::kBool);
+  auto none = grpo_update(m, *opt, s.batch, s.adv, s.valid, logp_old, {}, cfg, 1, 0.0, false);
+  EXPECT_TRUE(none.passes.empty());
+}
+
+}  // namespace

@@ -1,0 +1,57 @@
+// The policy update of one GRPO step, the RL counterpart of lm_train_step (pretrain_stage.h):
+// prompt + completion rows in one padded batch, per-token log-probs without gradients (π_old,
+// π_ref), then μ optimizer passes of the clipped surrogate of trainer/grpo.h over micro-batches
+// of rows. Each pass syncs with the host once (the finite checks and every logged number in one
+// copy), then clips and steps with the fused AdamW that pretraining uses.
+// Sampling, evaluation, rewards and advantages are the stage's (trainer/grpo_stage.cpp).
+#pragma once
+
+#include <torch/torch.h>
+
+#include <vector>
+
+#include "model/llama.h"
+#include "rollout/group_sampler.h"
+#include "trainer/trainer_config.h"
+
+namespace kernelrl {
+
+// Padded rows of prompt + completion, on the CPU.
+struct RlBatch {
+  torch::Tensor tokens;       // [N, T] int64, pad_id after each row's end
+  torch::Tensor attention;    // [N, T] bool
+  torch::Tensor target_mask;  // [N, T-1] float: 1 where tokens[:, t+1] is a completion token
+                              // (log-prob index t scores token t+1)
+};
+RlBatch make_rl_batch(const std::vector<PromptGroup>& groups, const std::vector<Rollout>& rollouts,
+                      int64_t pad_id);
+
+// Per-token log-probs [N, T-1] of every row under `model`, in micro-batches of `micro` rows,
+// without gradients, on the CPU.
+torch::Tensor rl_logprobs(LlamaModel& model, const RlBatch& batch, int64_t micro);
+
+// One optimizer pass's numbers (batch aggregates, as the loss aggregation weighs them).
+struct GrpoPassStats {
+  double loss = 0;
+  double clip_fraction = 0;  // share of valid tokens where the ratio clip is active
+  double kl = 0;             // mean k3 KL to the reference over valid tokens
+  double entropy = 0;        // mean policy entropy over valid tokens
+  double ratio_mean = 0;     // mean π/π_old over valid tokens: exactly 1 on an on-policy pass 0
+  double grad_norm = 0;      // before clipping
+};
+struct GrpoUpdateStats {
+  std::vector<GrpoPassStats> passes;  // one per optimizer step taken (empty: no valid tokens)
+  double tokens = 0;                  // valid completion tokens in the batch
+};
+
+// μ = grpo.updates_per_batch passes over `batch`. advantages [N] (rows of zero-spread groups
+// carry 0 and are masked out by `valid`), logp_old [N, T-1] (the sampling policy's log-probs),
+// logp_ref [N, T-1] or undefined (no KL). Throws before the optimizer step when the loss or the
+// gradient norm is not finite.
+GrpoUpdateStats grpo_update(LlamaModel& model, torch::optim::AdamW& optimizer, const RlBatch& batch,
+                            const torch::Tensor& advantages, const torch::Tensor& valid,
+                            const torch::Tensor& logp_old, const torch::Tensor& logp_ref,
+                            const GrpoConfig& grpo, int64_t micro, double grad_clip,
+                            bool fused_adamw = true);
+
+}  // namespace kernelrl
