@@ -207,6 +207,22 @@ struct {
 } g;
 thread_local bool t_confined = false;  // this thread enforces the landlock ruleset
 
+// The process's own /proc entries: libraries name their threads by writing
+// /proc/self/task/<tid>/comm (glibc's pthread_setname_np for another thread; LibTorch's CPU
+// pools on some builds). Landlock denies it like any write, but quietly: nothing outside the
+// process is touched, and the caller treats the failure as harmless.
+bool own_proc_entry(const char* path) {
+  auto starts = [&](const char* prefix) {
+    size_t i = 0;
+    while (prefix[i] && path[i] == prefix[i]) ++i;
+    return prefix[i] == '\0';
+  };
+  if (!starts("/proc/self/") && !starts("/proc/thread-self/")) return false;
+  for (size_t i = 0; path[i]; ++i)
+    if (path[i] == '.' && path[i + 1] == '.') return false;
+  return true;
+}
+
 const Rule* rule_for(long nr) {
   for (const Rule& r : kRules)
     if (r.nr == nr) return &r;
@@ -342,7 +358,8 @@ void on_sigsys(int, siginfo_t* si, void* context) {
       path_read = true;  // the kernel read the path before it could deny the call
     }
     errno = saved;
-    if (rc != -EACCES && rc != -EPERM) {  // allowed (or failed for another reason): return it
+    if ((rc != -EACCES && rc != -EPERM) ||  // allowed (or failed for another reason): return it
+        (path_read && own_proc_entry(reinterpret_cast<const char*>(a[r->path])))) {
       reg[REG_RAX] = rc;
       return;
     }

@@ -1,7 +1,8 @@
 // The worker's OS sandbox on the host backend (reward/worker/sandbox.h): candidates that the
 // text screen passes but that write a file (token-pasted fopen, raw openat), open a TCP socket
 // or fork each get sandbox_violation naming the call, and no file appears outside the worker's
-// scratch directory; a candidate writing inside it, and a plain correct one, still pass. With
+// scratch directory; a candidate writing inside it, one naming its thread through /proc/self (as
+// libraries do), and a plain correct one still pass. With
 // reward.sandbox: off the same file-writing candidate passes and its file appears (the test can
 // fail). Skips where the kernel offers no landlock or seccomp.
 #include <gtest/gtest.h>
@@ -55,6 +56,7 @@ TEST(RewardSandbox, HostileCandidatesAreNamedAndWriteNothing) {
       {4, EvalStatus::sandbox_violation, "clone", "start a process"},
       {5, EvalStatus::sandbox_violation, "sigsys", "SIGSYS"},
       {0, EvalStatus::ok, "", ""},   // writes in its scratch directory: allowed
+      {6, EvalStatus::ok, "", ""},   // names its thread in /proc/self (denied without a verdict)
       {-1, EvalStatus::ok, "", ""},  // on a restarted worker, after all of the above
   };
   std::vector<std::string> sources;

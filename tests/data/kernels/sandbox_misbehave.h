@@ -8,6 +8,7 @@
 //   3  opens a TCP socket through a token-pasted name
 //   4  forks through a token-pasted name; the child writes TARGET_DIR "/forked.txt"
 //   5  as 4 with SIGSYS blocked first (the filter's signal then kills the worker)
+//   6  names its thread through /proc/self/task/<tid>/comm, as libraries do (denied quietly)
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -54,5 +55,10 @@ static void misbehave_once(void) {
     _exit(0);
   }
   if (pid > 0) waitpid(pid, NULL, 0);
+#elif HOSTILE == 6
+  char path[64];
+  snprintf(path, sizeof path, "/proc/self/task/%ld/comm", syscall(SYS_gettid));
+  FILE* f = CAT(fo, pen)(path, "w");
+  if (f) fclose(f);
 #endif
 }
