@@ -272,7 +272,8 @@ std::string Evaluator::settings_fingerprint() const {
   // candidate that writes a file or forks passes without it and is a sandbox_violation with it;
   // the parts in force count (landlock ABI versions do not: they change no verdict the filter
   // would not give).
-  nlohmann::json j = {{"sandbox", impl_->sandbox_parts},
+  nlohmann::json j = {{"formula", 2},  // 2: the reward clipped into [failed_reward, speedup_clip]
+                      {"sandbox", impl_->sandbox_parts},
                       {"timing", c.timing},
                       {"l2", c.l2},
                       {"graph_calls", c.timing == "device" ? c.graph_calls : 0},
