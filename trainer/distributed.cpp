@@ -248,6 +248,7 @@ struct Session::Impl {
   std::thread watchdog;
   std::atomic<bool> stop{false};
   std::atomic<bool> failed{false};
+  std::atomic<bool> suspect{false};  // a collective failed: a silent peer is named sooner
   std::mutex mu;
 
   std::string store_host() const {
@@ -259,7 +260,6 @@ struct Session::Impl {
   [[noreturn]] void fatal(const std::string& msg) {
     const std::string line = "rank " + std::to_string(env.rank) + " stopping: " + msg +
                              " (continue the run with --resume)";
-    KRL_LOG(error) << line;
     std::fprintf(stderr, "kernelrl: error: %s\n", line.c_str());
     std::fflush(stderr);
     std::_Exit(3);
@@ -270,8 +270,11 @@ struct Session::Impl {
     std::vector<int64_t> last(env.world_size, -1);
     std::vector<Clock::time_point> seen(env.world_size, start);
     std::vector<bool> done(env.world_size, false);
-    const auto timeout = std::chrono::duration<double>(config.heartbeat_s);
     while (!stop.load()) {
+      // After a failed collective a live peer still ticks every second: 3 s of silence then
+      // is enough to name it.
+      const auto timeout = std::chrono::duration<double>(suspect.load() ? std::min(3.0, config.heartbeat_s)
+                                                                        : config.heartbeat_s);
       try {
         hb_store->add(key("hb", env.rank), 1);
         for (int p = 0; p < env.world_size; ++p) {
@@ -292,7 +295,8 @@ struct Session::Impl {
             seen[p] = now;
           } else if (now - seen[p] > timeout) {
             fatal("rank " + std::to_string(p) + " of " + std::to_string(env.world_size) +
-                  " stopped responding (no heartbeat for " + std::to_string(int(config.heartbeat_s)) +
+                  " stopped responding (no heartbeat for " +
+                  std::to_string(static_cast<int>(std::chrono::duration<double>(now - seen[p]).count())) +
                   " s: killed, crashed or hung)");
           }
         }
@@ -308,7 +312,8 @@ struct Session::Impl {
   // A collective failed: a dead or failed peer is the usual reason; give the watchdog the time
   // it needs to say which one (it ends the process), else let the caller throw.
   void on_collective_failure(const std::string& msg) {
-    KRL_LOG(warn) << msg << "; waiting for the watchdog to name the rank that failed";
+    KRL_LOG(info) << msg << "; asking the watchdog which rank failed";
+    suspect = true;
     const auto until = Clock::now() + std::chrono::duration<double>(config.heartbeat_s + 3);
     while (Clock::now() < until && !stop.load()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
@@ -415,8 +420,9 @@ Session::~Session() {
       m.stop = true;
       if (m.watchdog.joinable()) m.watchdog.join();
       m.store->add("left", 1);
+      const bool hosts_store = m.env.rank == 0 && !m.env.agent_store;
       const auto until = Clock::now() + std::chrono::duration<double>(m.config.heartbeat_s);
-      while (Clock::now() < until && m.store->add("left", 0) < m.env.world_size)
+      while (hosts_store && Clock::now() < until && m.store->add("left", 0) < m.env.world_size)
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
     } catch (const std::exception&) {
     }

@@ -113,8 +113,8 @@ class Distributed : public ::testing::Test {
     dir_ = nullptr;
   }
   // configs/debug.yaml's pretrain stage alone on the synthetic corpus, with `extra` overrides.
-  static std::string job(const std::string& extra) {
-    return "cd " + kSrc + " && " + kBin + " train configs/debug.yaml --stages pretrain 'data.corpus=[" +
+  static std::string job(const std::string& extra, const std::string& env = "") {
+    return "cd " + kSrc + " && " + env + " " + kBin + " train configs/debug.yaml --stages pretrain 'data.corpus=[" +
            (*dir_ / "synth.jsonl").string() + "]' " + extra;
   }
   static std::string torchrun_job(const std::string& extra) {
@@ -139,13 +139,13 @@ TEST_F(Distributed, LaunchVariablesAreCheckedWithOneLine) {
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.env);
-    auto r = run_command("env -u RANK -u WORLD_SIZE -u LOCAL_RANK -u LOCAL_WORLD_SIZE -u MASTER_ADDR -u MASTER_PORT " +
-                         c.env + " " + job("--run-dir " + (*dir_ / "never").string()));
+    auto r = run_command(job("--run-dir " + (*dir_ / "never").string(),
+                             "env -u RANK -u WORLD_SIZE -u LOCAL_RANK -u LOCAL_WORLD_SIZE -u MASTER_ADDR -u MASTER_PORT " + c.env));
     EXPECT_EQ(r.exit_code, 2);
     EXPECT_THAT(r.output, ::testing::HasSubstr(c.message));
     EXPECT_EQ(count_lines(r.output), 1) << r.output;
   }
-  auto nested = run_command("env RANK=0 WORLD_SIZE=1 " + job("--nproc 2 --run-dir " + (*dir_ / "never").string()));
+  auto nested = run_command(job("--nproc 2 --run-dir " + (*dir_ / "never").string(), "env RANK=0 WORLD_SIZE=1"));
   EXPECT_EQ(nested.exit_code, 2);
   EXPECT_THAT(nested.output, ::testing::HasSubstr("--nproc: this process already is rank 0"));
   EXPECT_FALSE(fs::exists(*dir_ / "never"));
@@ -229,8 +229,8 @@ TEST_F(Distributed, KilledRankEndsTheNprocJobWithinAMinuteAndResumeCompletesIt) 
     auto t = run_command(job("trainer.stages.0.steps=1 --run-dir " + (*dir_ / "one").string()));
     ASSERT_EQ(t.exit_code, 0) << t.output;
   }
-  Background job_bg(job(tok + " " + kLongRun + " --nproc 2 --run-dir " + run.string()), *dir_, "nproc");
-  ASSERT_TRUE(wait_for_steps(run, 7, 300)) << read_text(job_bg.log);
+  Background job_bg(job(tok + " " + kLongRun + " --nproc 2 --run-dir " + run.string()), dir_->path(), "nproc");
+  ASSERT_TRUE(wait_for_steps(run, 7, 120)) << read_text(job_bg.log);
   const pid_t victim = find_rank(run, 1);
   ASSERT_GT(victim, 0);
   const auto t0 = std::chrono::steady_clock::now();
@@ -264,13 +264,13 @@ TEST_F(Distributed, KilledRankEndsHandStartedRanksThroughTheWatchdog) {
   }
   const std::string port = std::to_string(20000 + ::getpid() % 20000);
   auto rank_cmd = [&](int r) {
-    return "env RANK=" + std::to_string(r) + " WORLD_SIZE=2 LOCAL_RANK=" + std::to_string(r) +
-           " LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + port + " OMP_NUM_THREADS=1 " +
-           job(tok + " " + kLongRun + " run.dist.heartbeat_s=10 --run-dir " + run.string());
+    return job(tok + " " + kLongRun + " run.dist.heartbeat_s=10 --run-dir " + run.string(),
+               "env RANK=" + std::to_string(r) + " WORLD_SIZE=2 LOCAL_RANK=" + std::to_string(r) +
+                   " LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + port + " OMP_NUM_THREADS=1");
   };
-  Background r0(rank_cmd(0), *dir_, "hand0");
-  Background r1(rank_cmd(1), *dir_, "hand1");
-  ASSERT_TRUE(wait_for_steps(run, 3, 300)) << read_text(r0.log) << read_text(r1.log);
+  Background r0(rank_cmd(0), dir_->path(), "hand0");
+  Background r1(rank_cmd(1), dir_->path(), "hand1");
+  ASSERT_TRUE(wait_for_steps(run, 3, 120)) << read_text(r0.log) << read_text(r1.log);
   const pid_t victim = find_rank(run, 1);
   ASSERT_GT(victim, 0);
   const auto t0 = std::chrono::steady_clock::now();
