@@ -6,7 +6,8 @@
 // (an RL stage's situation), once with quiet windows (compile jobs held while timing) and once
 // without.
 //
-//   bench_timing_trust --shapes 64,256,1024,4096 --out DIR [--busy-shapes 256,1024] [--busy-sources 48]
+//   bench_timing_trust --shapes 64,256,1024,4096 --out DIR [--busy-shapes 256,1024|""]
+//                      [--busy-sources 48] [--sandbox auto|on|off]
 // Writes DIR/trust.csv (shape, kernel runs, baselines) and DIR/busy.csv.
 #include <CLI/CLI.hpp>
 
@@ -54,13 +55,14 @@ int main(int argc, char** argv) {
   CLI::App app{"Evaluator device-timing trust benchmark"};
   std::string shapes = "64,128,256,512,768,1024,1536,2048,3072,4096,8192,16384", out = "trust";
   std::string busy_shapes = "256,1024";
-  std::string cache_dir;
+  std::string cache_dir, sandbox = "auto";
   int busy_sources = 48;
   app.add_option("--shapes", shapes, "comma-separated cube sizes");
   app.add_option("--busy-shapes", busy_shapes, "shapes re-measured beside a compile batch");
   app.add_option("--busy-sources", busy_sources, "distinct sources compiled in the busy phase");
   app.add_option("--out", out, "output directory");
   app.add_option("--cache-dir", cache_dir, "compile cache");
+  app.add_option("--sandbox", sandbox, "worker sandbox: auto | on | off (a diagnostic control)");
   CLI11_PARSE(app, argc, argv);
   fs::create_directories(out);
   const std::string kernel = mma_kernel();
@@ -72,6 +74,7 @@ int main(int argc, char** argv) {
   cfg.max_rounds = 30;
   cfg.timing_budget_ms = 2000;
   cfg.refresh_baselines = true;
+  cfg.sandbox = sandbox;
   if (!cache_dir.empty()) cfg.cache_dir = cache_dir;
   Evaluator ev(cfg, fs::path(out) / "trust.sqlite");
   std::ostringstream csv;
@@ -109,6 +112,7 @@ int main(int argc, char** argv) {
   std::ostringstream busy;
   busy << "M,quiet,phase,lt_auto_us,lt_auto_cv,cublas_nn_us,compiles_done\n";
   for (bool quiet : {true, false}) {
+    if (parse_list(busy_shapes).empty()) break;
     RewardConfig qc = cfg;
     qc.quiet = quiet;
     qc.refresh_baselines = false;  // the idle run's cuBLASLt pick is reused: only timing differs

@@ -44,14 +44,6 @@ fs::path resolve_store(const std::string& from) {
                   "holding results.sqlite or bench.sqlite");
 }
 
-std::vector<std::string> split_list(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream in(s);
-  for (std::string item; std::getline(in, item, ',');)
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
-
 }  // namespace
 
 void register_catalog(CLI::App& app) {

@@ -17,14 +17,6 @@ namespace kernelrl::cli {
 
 namespace {
 
-std::vector<std::string> split_list(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream in(s);
-  for (std::string item; std::getline(in, item, ',');)
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
-
 std::string us(double x) {
   char b[32];
   std::snprintf(b, sizeof b, "%.2f", x);

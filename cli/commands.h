@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 #include <string>
+#include <vector>
 
 namespace kernelrl::cli {
 
@@ -25,5 +26,8 @@ void register_catalog(CLI::App& app);
 
 // "kernelrl X.Y.Z, LibTorch A.B.C, CUDA kernels built: yes|no, CUDA available: yes (N GPUs)|no"
 std::string version_string();
+
+// "a,b,,c" -> {"a", "b", "c"}: a comma-separated option value, empty items dropped.
+std::vector<std::string> split_list(const std::string& s);
 
 }  // namespace kernelrl::cli

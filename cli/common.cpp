@@ -1,5 +1,7 @@
 #include <torch/version.h>
 
+#include <sstream>
+
 #include "cli/commands.h"
 #include "common/error.h"
 #include "model/device.h"
@@ -10,6 +12,14 @@ int exit_code = 0;
 
 void not_built(const std::string& command, const std::string& what) {
   throw NotAvailableError("kernelrl " + command + ": not built yet (" + what + ")");
+}
+
+std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream in(s);
+  for (std::string item; std::getline(in, item, ',');)
+    if (!item.empty()) out.push_back(item);
+  return out;
 }
 
 std::string version_string() {

@@ -202,11 +202,28 @@ void load_parameters(LlamaModel& model, const std::map<std::string, torch::Tenso
 // ---- shapes as JSON ----------------------------------------------------------------------
 
 json shape_to_json(const ModelShape& s) {
-  return {{"vocab_size", s.vocab_size},   {"d_model", s.d_model},
-          {"n_layers", s.n_layers},       {"n_heads", s.n_heads},
-          {"n_kv_heads", s.n_kv_heads},   {"d_ff", s.d_ff},
-          {"max_seq_len", s.max_seq_len}, {"rope_theta", s.rope_theta},
-          {"norm_eps", s.norm_eps},       {"tie_embeddings", s.tie_embeddings}};
+  const RopeScaling& r = s.rope_scaling;
+  return {{"arch", s.arch},
+          {"vocab_size", s.vocab_size},
+          {"d_model", s.d_model},
+          {"n_layers", s.n_layers},
+          {"n_heads", s.n_heads},
+          {"n_kv_heads", s.n_kv_heads},
+          {"d_ff", s.d_ff},
+          {"max_seq_len", s.max_seq_len},
+          {"rope_theta", s.rope_theta},
+          {"norm_eps", s.norm_eps},
+          {"tie_embeddings", s.tie_embeddings},
+          {"head_dim", s.head_dim()},
+          {"qkv_bias", s.qkv_bias},
+          {"o_bias", s.o_bias},
+          {"qk_norm", s.qk_norm},
+          {"rope_scaling",
+           {{"type", r.type},
+            {"factor", r.factor},
+            {"low_freq_factor", r.low_freq_factor},
+            {"high_freq_factor", r.high_freq_factor},
+            {"original_max_position", r.original_max_position}}}};
 }
 
 ModelShape shape_from_json(const json& j, const std::string& origin) {
@@ -222,6 +239,21 @@ ModelShape shape_from_json(const json& j, const std::string& origin) {
     s.rope_theta = j.at("rope_theta").get<double>();
     s.norm_eps = j.at("norm_eps").get<double>();
     s.tie_embeddings = j.at("tie_embeddings").get<bool>();
+    // Keys added with format_version 2 (HF families); version 1 files are Llama shapes.
+    s.arch = j.value("arch", s.arch);
+    const int64_t hd = j.value("head_dim", int64_t{0});
+    if (hd > 0 && (s.n_heads <= 0 || hd * s.n_heads != s.d_model)) s.head_size = hd;
+    s.qkv_bias = j.value("qkv_bias", false);
+    s.o_bias = j.value("o_bias", false);
+    s.qk_norm = j.value("qk_norm", false);
+    if (j.contains("rope_scaling")) {
+      const json& r = j.at("rope_scaling");
+      s.rope_scaling.type = r.at("type").get<std::string>();
+      s.rope_scaling.factor = r.at("factor").get<double>();
+      s.rope_scaling.low_freq_factor = r.at("low_freq_factor").get<double>();
+      s.rope_scaling.high_freq_factor = r.at("high_freq_factor").get<double>();
+      s.rope_scaling.original_max_position = r.at("original_max_position").get<int64_t>();
+    }
   } catch (const json::exception& e) {
     throw UserError(origin + ": bad model shape (" + e.what() + ")");
   }
@@ -251,6 +283,21 @@ std::vector<std::pair<std::string, torch::Tensor>> parameter_list(LlamaModel& mo
 }
 
 std::atomic<unsigned> g_dir_counter{0};
+
+// The files that carry a tokenizer into a checkpoint or export, (name, bytes), the tokenizer's
+// own first: a SentencePiece model as tokenizer.model; an HF tokenizer.json as itself plus the
+// tokenizer_config.json beside it (eos and pad live there). None for an empty path.
+std::vector<std::pair<std::string, std::string>> tokenizer_files(const fs::path& tokenizer_path) {
+  if (tokenizer_path.empty()) return {};
+  if (tokenizer_path.extension() != ".json")
+    return {{"tokenizer.model", read_file(tokenizer_path, "tokenizer model")}};
+  std::vector<std::pair<std::string, std::string>> out = {
+      {"tokenizer.json", read_file(tokenizer_path, "tokenizer.json")}};
+  const fs::path config = tokenizer_path.parent_path() / "tokenizer_config.json";
+  if (fs::is_regular_file(config))
+    out.emplace_back("tokenizer_config.json", read_file(config, "tokenizer_config.json"));
+  return out;
+}
 
 // Writes a directory's files into a temp sibling with `fill`, then swaps it into place.
 template <class Fill>
@@ -284,19 +331,18 @@ void save_checkpoint(const fs::path& dir, LlamaModel& model, const ModelShape& s
                      const fs::path& tokenizer_path, const json& extra) {
   if (!(model->shape() == shape))
     throw std::runtime_error("save_checkpoint: shape differs from the model's own shape");
-  std::string tok_bytes;
-  if (!tokenizer_path.empty()) tok_bytes = read_file(tokenizer_path, "tokenizer model");
+  const auto tok_files = tokenizer_files(tokenizer_path);
   write_dir_atomically(dir, [&](const fs::path& tmp) {
     write_safetensors(tmp / "model.safetensors", parameter_list(model, ""),
                       {{"kernelrl", "checkpoint"}});
     json meta = {{"format", "kernelrl-checkpoint"},
-                 {"format_version", 1},
+                 {"format_version", 2},
                  {"shape", shape_to_json(shape)},
                  {"dtype", dtype_name(model->dtype())},
-                 {"tokenizer", tokenizer_path.empty() ? json(nullptr) : json("tokenizer.model")},
+                 {"tokenizer", tok_files.empty() ? json(nullptr) : json(tok_files[0].first)},
                  {"tokenizer_origin", tokenizer_path.string()},
                  {"extra", extra.is_null() ? json::object() : extra}};
-    if (!tokenizer_path.empty()) atomic_write(tmp / "tokenizer.model", tok_bytes);
+    for (const auto& [name, bytes] : tok_files) atomic_write(tmp / name, bytes);
     atomic_write(tmp / "checkpoint.json", meta.dump(2) + "\n");
   });
 }
@@ -313,9 +359,11 @@ Checkpoint load_checkpoint(const fs::path& dir, torch::Device device,
   json meta = read_json_file(dir / "checkpoint.json", "checkpoint metadata");
   if (meta.value("format", "") != "kernelrl-checkpoint")
     throw UserError(origin + ": format is not \"kernelrl-checkpoint\"");
-  if (meta.value("format_version", 0) != 1)
-    throw UserError(origin + ": unsupported format_version " +
-                    meta.value("format_version", json(0)).dump() + " (this build reads 1)");
+  // Version 2 added the HF-family keys to "shape" (version 1 shapes read as Llama).
+  const json version = meta.value("format_version", json(0));
+  if (version != 1 && version != 2)
+    throw UserError(origin + ": unsupported format_version " + version.dump() +
+                    " (this build reads 1 and 2)");
   if (!meta.contains("shape")) throw UserError(origin + ": no \"shape\"");
   Checkpoint c;
   c.dir = dir;
@@ -335,52 +383,115 @@ Checkpoint load_checkpoint(const fs::path& dir, torch::Device device,
 
 // ---- Hugging Face ------------------------------------------------------------------------
 
-ModelShape shape_from_hf_config(const json& j, const std::string& origin) {
+namespace {
+
+ModelShape shape_from_hf_config_unchecked(const json& j, const std::string& origin) {
+  // Every refusal names the config.json key, so a user can see what this build lacks.
+  auto refuse = [&](const std::string& key, const std::string& why) {
+    throw UserError(origin + ": \"" + key + "\" " + why);
+  };
   auto need_int = [&](const char* key) -> int64_t {
     if (!j.contains(key) || !j[key].is_number_integer())
       throw UserError(origin + ": HF config needs an integer \"" + key + "\"");
     return j[key].get<int64_t>();
   };
-  if (j.contains("model_type") && j["model_type"] != "llama")
-    throw UserError(origin + ": model_type " + j["model_type"].dump() + " is not llama");
+  auto is_set = [&](const char* key) { return j.contains(key) && !j[key].is_null(); };
+  if (!j.contains("model_type") || !j["model_type"].is_string())
+    refuse("model_type", "is missing (expected llama, qwen2 or qwen3)");
   ModelShape s;
+  s.arch = j["model_type"].get<std::string>();
+  if (s.arch != "llama" && s.arch != "qwen2" && s.arch != "qwen3")
+    refuse("model_type",
+           "is " + j["model_type"].dump() + "; supported model types are llama, qwen2 and qwen3");
   s.vocab_size = need_int("vocab_size");
   s.d_model = need_int("hidden_size");
   s.n_layers = need_int("num_hidden_layers");
   s.n_heads = need_int("num_attention_heads");
-  s.n_kv_heads = j.contains("num_key_value_heads") && !j["num_key_value_heads"].is_null()
-                     ? need_int("num_key_value_heads")
-                     : s.n_heads;
+  s.n_kv_heads = is_set("num_key_value_heads") ? need_int("num_key_value_heads") : s.n_heads;
   s.d_ff = need_int("intermediate_size");
-  s.max_seq_len =
-      j.contains("max_position_embeddings") ? need_int("max_position_embeddings") : 2048;
+  // transformers' defaults where a key is absent (LlamaConfig, Qwen2Config, Qwen3Config).
+  s.max_seq_len = is_set("max_position_embeddings") ? need_int("max_position_embeddings")
+                  : s.arch == "llama"               ? 2048
+                                                    : 32768;
   s.norm_eps = j.value("rms_norm_eps", 1e-6);
   s.tie_embeddings = j.value("tie_word_embeddings", false);
-  // rope: transformers ≥ 5 writes rope_parameters {rope_theta, rope_type}; older, rope_theta
-  // and rope_scaling at the top level.
+  if (is_set("head_dim")) {
+    const int64_t hd = need_int("head_dim");
+    if (s.n_heads <= 0 || hd * s.n_heads != s.d_model) s.head_size = hd;
+  } else if (s.arch == "qwen3") {
+    s.head_size = 128;  // Qwen3Config's default head_dim
+    if (s.n_heads > 0 && s.head_size * s.n_heads == s.d_model) s.head_size = 0;
+  }
+  if (j.value("hidden_act", std::string("silu")) != "silu")
+    refuse("hidden_act", "is " + j["hidden_act"].dump() + "; only silu (SwiGLU) is implemented");
+  if (j.value("mlp_bias", false)) refuse("mlp_bias", "is true; MLP biases are not implemented");
+  if (s.arch == "qwen2") {
+    s.qkv_bias = true;  // Qwen2's q/k/v projections always carry biases, o_proj never
+  } else {
+    s.qkv_bias = s.o_bias = j.value("attention_bias", false);
+  }
+  s.qk_norm = s.arch == "qwen3";
+  // Sliding-window attention is not implemented: only configs where it is off load.
+  if (j.value("use_sliding_window", false))
+    refuse("use_sliding_window", "is true; sliding-window attention is not implemented");
+  if (is_set("layer_types")) {
+    for (const auto& t : j["layer_types"])
+      if (t != "full_attention")
+        refuse("layer_types", "holds " + t.dump() + "; only full_attention layers are implemented");
+  }
+  // RoPE: transformers >= 5 writes rope_parameters {rope_theta, rope_type, ...}; older versions
+  // rope_theta and rope_scaling {type|rope_type, ...} at the top level (null when unscaled).
   s.rope_theta = 10000.0;
-  std::string rope_type = "default";
-  if (j.contains("rope_parameters") && j["rope_parameters"].is_object()) {
-    s.rope_theta = j["rope_parameters"].value("rope_theta", s.rope_theta);
-    rope_type = j["rope_parameters"].value("rope_type", rope_type);
+  std::string rope_key = "rope_parameters";
+  json rope = json::object();
+  if (is_set("rope_parameters")) {
+    if (!j["rope_parameters"].is_object()) refuse("rope_parameters", "must be an object");
+    rope = j["rope_parameters"];
+  }
+  if (is_set("rope_scaling")) {
+    if (!j["rope_scaling"].is_object()) refuse("rope_scaling", "must be an object or null");
+    rope_key = "rope_scaling";
+    for (const auto& [k, v] : j["rope_scaling"].items()) rope[k] = v;
   }
   if (j.contains("rope_theta") && j["rope_theta"].is_number())
     s.rope_theta = j["rope_theta"].get<double>();
-  if (j.contains("rope_scaling") && j["rope_scaling"].is_object())
-    rope_type =
-        j["rope_scaling"].value("rope_type", j["rope_scaling"].value("type", std::string("?")));
-  if (rope_type != "default")
-    throw UserError(origin + ": rope type \"" + rope_type + "\" is not supported (only default)");
-  if (j.value("hidden_act", std::string("silu")) != "silu")
-    throw UserError(origin + ": hidden_act must be silu for a Llama MLP");
-  if (j.value("attention_bias", false) || j.value("mlp_bias", false))
-    throw UserError(origin + ": attention_bias/mlp_bias are not supported");
-  if (s.n_heads > 0 && j.contains("head_dim") && j["head_dim"].is_number_integer() &&
-      j["head_dim"].get<int64_t>() != s.d_model / s.n_heads)
-    throw UserError(origin + ": head_dim " + j["head_dim"].dump() +
-                    " differs from hidden_size / num_attention_heads (not supported)");
+  if (rope.contains("rope_theta") && rope["rope_theta"].is_number())
+    s.rope_theta = rope["rope_theta"].get<double>();
+  const std::string type_key = rope.contains("rope_type") ? "rope_type" : "type";
+  const std::string rope_type = rope.value(type_key, std::string("default"));
+  for (const char* key : {"partial_rotary_factor"}) {
+    const json& holder = rope.contains(key) ? rope : j;
+    if (holder.contains(key) && holder[key].is_number() && holder[key].get<double>() != 1.0)
+      refuse(key, "is " + holder[key].dump() + "; partial rotary embeddings are not implemented");
+  }
+  if (rope_type == "llama3") {
+    auto num = [&](const char* key) -> double {
+      if (!rope.contains(key) || !rope[key].is_number())
+        refuse(rope_key + "." + key, "must be a number for rope_type llama3");
+      return rope[key].get<double>();
+    };
+    s.rope_scaling.type = "llama3";
+    s.rope_scaling.factor = num("factor");
+    s.rope_scaling.low_freq_factor = num("low_freq_factor");
+    s.rope_scaling.high_freq_factor = num("high_freq_factor");
+    s.rope_scaling.original_max_position =
+        static_cast<int64_t>(num("original_max_position_embeddings"));
+  } else if (rope_type != "default") {
+    refuse(rope_key + "." + type_key,
+           "is \"" + rope_type + "\"; supported rope types are default and llama3");
+  }
   s.validate();
   return s;
+}
+
+}  // namespace
+
+ModelShape shape_from_hf_config(const json& j, const std::string& origin) {
+  try {
+    return shape_from_hf_config_unchecked(j, origin);
+  } catch (const json::exception& e) {  // a key of the wrong JSON type (null eps, ...)
+    throw UserError(origin + ": HF config has a key of the wrong type (" + e.what() + ")");
+  }
 }
 
 ModelShape shape_from_hf_config_file(const fs::path& path) {
@@ -391,37 +502,54 @@ json hf_config(const ModelShape& s, torch::Dtype dtype, int64_t bos_id, int64_t 
   std::string dt = dtype == torch::kBFloat16  ? "bfloat16"
                    : dtype == torch::kFloat16 ? "float16"
                                               : "float32";
-  return {{"architectures", {"LlamaForCausalLM"}},
-          {"model_type", "llama"},
-          {"vocab_size", s.vocab_size},
-          {"hidden_size", s.d_model},
-          {"intermediate_size", s.d_ff},
-          {"num_hidden_layers", s.n_layers},
-          {"num_attention_heads", s.n_heads},
-          {"num_key_value_heads", s.n_kv_heads},
-          {"head_dim", s.head_dim()},
-          {"max_position_embeddings", s.max_seq_len},
-          {"rms_norm_eps", s.norm_eps},
-          {"rope_theta", s.rope_theta},
-          {"rope_parameters", {{"rope_theta", s.rope_theta}, {"rope_type", "default"}}},
-          {"tie_word_embeddings", s.tie_embeddings},
-          {"hidden_act", "silu"},
-          {"attention_bias", false},
-          {"mlp_bias", false},
-          {"bos_token_id", bos_id},
-          {"eos_token_id", eos_id},
-          {"torch_dtype", dt},
-          {"dtype", dt}};
+  json rope = {{"rope_theta", s.rope_theta}, {"rope_type", s.rope_scaling.type}};
+  if (s.rope_scaling.type == "llama3") {
+    rope["factor"] = s.rope_scaling.factor;
+    rope["low_freq_factor"] = s.rope_scaling.low_freq_factor;
+    rope["high_freq_factor"] = s.rope_scaling.high_freq_factor;
+    rope["original_max_position_embeddings"] = s.rope_scaling.original_max_position;
+  }
+  const char* architecture = s.arch == "qwen2"   ? "Qwen2ForCausalLM"
+                             : s.arch == "qwen3" ? "Qwen3ForCausalLM"
+                                                 : "LlamaForCausalLM";
+  json c = {{"architectures", {architecture}},
+            {"model_type", s.arch},
+            {"vocab_size", s.vocab_size},
+            {"hidden_size", s.d_model},
+            {"intermediate_size", s.d_ff},
+            {"num_hidden_layers", s.n_layers},
+            {"num_attention_heads", s.n_heads},
+            {"num_key_value_heads", s.n_kv_heads},
+            {"head_dim", s.head_dim()},
+            {"max_position_embeddings", s.max_seq_len},
+            {"rms_norm_eps", s.norm_eps},
+            {"rope_theta", s.rope_theta},
+            {"rope_parameters", rope},
+            {"tie_word_embeddings", s.tie_embeddings},
+            {"hidden_act", "silu"},
+            {"bos_token_id", bos_id},
+            {"eos_token_id", eos_id},
+            {"torch_dtype", dt},
+            {"dtype", dt}};
+  if (s.arch == "qwen2") {
+    c["use_sliding_window"] = false;
+    c["sliding_window"] = nullptr;
+    c["max_window_layers"] = s.n_layers;
+  } else {
+    c["attention_bias"] = s.qkv_bias;
+    if (s.arch == "llama") c["mlp_bias"] = false;
+    if (s.arch == "qwen3") c["use_sliding_window"] = false;
+  }
+  return c;
 }
 
 void export_hf(const fs::path& dir, LlamaModel& model, const fs::path& tokenizer_path,
                int64_t max_shard_bytes) {
   auto params = parameter_list(model, "model.");
-  std::string tok_bytes;
-  if (!tokenizer_path.empty()) tok_bytes = read_file(tokenizer_path, "tokenizer model");
+  const auto tok_files = tokenizer_files(tokenizer_path);
   write_dir_atomically(dir, [&](const fs::path& tmp) {
     atomic_write(tmp / "config.json", hf_config(model->shape(), model->dtype()).dump(2) + "\n");
-    if (!tokenizer_path.empty()) atomic_write(tmp / "tokenizer.model", tok_bytes);
+    for (const auto& [name, bytes] : tok_files) atomic_write(tmp / name, bytes);
     if (max_shard_bytes <= 0) {
       write_safetensors(tmp / "model.safetensors", params);
       return;
@@ -489,7 +617,8 @@ Checkpoint import_hf(const fs::path& dir, torch::Device device, std::optional<to
   }
   load_parameters(c.model, tensors, "model.", dir.string());
   c.model->to(device, dtype.value_or(resolve_dtype("auto", device)));
-  if (fs::exists(dir / "tokenizer.model")) c.tokenizer_path = dir / "tokenizer.model";
+  for (const char* name : {"tokenizer.json", "tokenizer.model"})  // HF's own file first
+    if (!c.tokenizer_path && fs::is_regular_file(dir / name)) c.tokenizer_path = dir / name;
   return c;
 }
 

@@ -1,14 +1,18 @@
 // Model files: safetensors read/write (header parsed and written with nlohmann-json, validated
-// strictly), the native checkpoint directory, and Hugging Face Llama import/export
-// (config.json + model.safetensors, or sharded with model.safetensors.index.json).
+// strictly), the native checkpoint directory, and Hugging Face import/export of the Llama,
+// Qwen2 and Qwen3 families (config.json + model.safetensors, or sharded with
+// model.safetensors.index.json).
 // Optimizer state and run bookkeeping are the trainer's (trainer/), not this file's.
 //
-// Native checkpoint directory (format_version 1):
-//   checkpoint.json    {"format": "kernelrl-checkpoint", "format_version": 1, "shape": {...},
-//                       "dtype": "bf16"|"fp32", "tokenizer": "tokenizer.model"|null,
+// Native checkpoint directory (format_version 2; version 1, whose shapes lack the HF-family
+// keys, reads as Llama):
+//   checkpoint.json    {"format": "kernelrl-checkpoint", "format_version": 2, "shape": {...},
+//                       "dtype": "bf16"|"fp32",
+//                       "tokenizer": "tokenizer.model"|"tokenizer.json"|null,
 //                       "tokenizer_origin": "<path it was copied from>", "extra": {...}}
 //   model.safetensors  parameters under their LlamaModel names (HF names minus "model.")
-//   tokenizer.model    a copy of the tokenizer, so the directory is self-contained
+//   tokenizer.model    a copy of the tokenizer, so the directory is self-contained (an HF
+//                      tokenizer: tokenizer.json and, when it has one, tokenizer_config.json)
 // It is written to a temp directory beside the target and renamed into place.
 #pragma once
 
@@ -72,20 +76,26 @@ ModelShape shape_from_json(const nlohmann::json& j, const std::string& origin);
 
 // ---- Hugging Face ------------------------------------------------------------------------
 
-// A Llama config.json -> shape. Rejects what this model does not implement (rope scaling,
-// biases, head_dim ≠ hidden/heads, activations other than silu) with a UserError.
+// An HF config.json (model_type llama, qwen2 or qwen3; transformers 4.x or 5.x layout) ->
+// shape. What the model does not implement is a one-line UserError naming the key: another
+// model_type, rope types other than default/llama3, partial rotary, sliding-window layers,
+// mlp_bias, activations other than silu.
+// Defaults for absent keys are transformers' (Qwen3 head_dim 128, rope_theta 10000, ...).
 ModelShape shape_from_hf_config(const nlohmann::json& config, const std::string& origin);
 ModelShape shape_from_hf_config_file(const fs::path& path);
-// config.json content for `shape` (LlamaForCausalLM) with torch_dtype from `dtype`.
+// config.json content for `shape` (Llama/Qwen2/Qwen3ForCausalLM per shape.arch) with
+// torch_dtype from `dtype`.
 nlohmann::json hf_config(const ModelShape& shape, torch::Dtype dtype, int64_t bos_id = 1,
                          int64_t eos_id = 2);
 
 // Writes config.json and model.safetensors (HF names, model dtype) into `dir`; with
 // max_shard_bytes > 0 writes model-0000i-of-0000n.safetensors shards of at most that size plus
-// model.safetensors.index.json. Copies `tokenizer_path` to dir/tokenizer.model when given.
+// model.safetensors.index.json. Copies `tokenizer_path` when given (as tokenizer.model, or an
+// HF tokenizer.json with its tokenizer_config.json).
 void export_hf(const fs::path& dir, LlamaModel& model, const fs::path& tokenizer_path = {},
                int64_t max_shard_bytes = 0);
-// Reads an HF Llama directory (config.json + model.safetensors or the sharded index).
+// Reads an HF directory (config.json + model.safetensors or the sharded index); its tokenizer
+// is tokenizer.json, else tokenizer.model.
 Checkpoint import_hf(const fs::path& dir, torch::Device device,
                      std::optional<torch::Dtype> dtype = std::nullopt);
 

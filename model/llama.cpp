@@ -20,9 +20,17 @@ namespace F = torch::nn::functional;
 
 // ---- shapes ------------------------------------------------------------------------------
 
+bool RopeScaling::operator==(const RopeScaling& o) const {
+  return type == o.type && factor == o.factor && low_freq_factor == o.low_freq_factor &&
+         high_freq_factor == o.high_freq_factor && original_max_position == o.original_max_position;
+}
+
 int64_t ModelShape::num_parameters() const {
   const int64_t hd = head_dim();
-  const int64_t attn = d_model * hd * n_heads * 2 + d_model * hd * n_kv_heads * 2;
+  int64_t attn = d_model * hd * n_heads * 2 + d_model * hd * n_kv_heads * 2;
+  if (qkv_bias) attn += hd * (n_heads + 2 * n_kv_heads);
+  if (o_bias) attn += d_model;
+  if (qk_norm) attn += 2 * hd;
   const int64_t mlp = 3 * d_model * d_ff;
   const int64_t per_layer = attn + mlp + 2 * d_model;
   return vocab_size * d_model * (tie_embeddings ? 1 : 2) + n_layers * per_layer + d_model;
@@ -32,33 +40,54 @@ void ModelShape::validate() const {
   auto need = [](bool ok, const std::string& msg) {
     if (!ok) throw UserError("model shape: " + msg);
   };
+  need(arch == "llama" || arch == "qwen2" || arch == "qwen3",
+       "arch must be llama, qwen2 or qwen3, got \"" + arch + "\"");
   need(vocab_size > 0, "vocab_size must be > 0 (set model.vocab_size or give a tokenizer)");
   need(d_model > 0 && n_layers > 0 && n_heads > 0 && n_kv_heads > 0 && d_ff > 0 && max_seq_len > 0,
        "d_model, n_layers, n_heads, n_kv_heads, d_ff and max_seq_len must all be > 0");
-  need(d_model % n_heads == 0, "d_model (" + std::to_string(d_model) +
-                                   ") must be a multiple of n_heads (" + std::to_string(n_heads) +
-                                   ")");
+  need(head_size >= 0, "head_size must be >= 0 (0 = d_model / n_heads)");
+  need(head_size > 0 || d_model % n_heads == 0, "d_model (" + std::to_string(d_model) +
+                                                    ") must be a multiple of n_heads (" +
+                                                    std::to_string(n_heads) + ")");
   need(n_heads % n_kv_heads == 0, "n_heads (" + std::to_string(n_heads) +
                                       ") must be a multiple of n_kv_heads (" +
                                       std::to_string(n_kv_heads) + ")");
-  need(head_dim() % 2 == 0, "head_dim = d_model / n_heads must be even for rotary embeddings");
+  need(head_dim() % 2 == 0, "head_dim must be even for rotary embeddings");
   need(rope_theta > 0 && norm_eps > 0, "rope_theta and norm_eps must be > 0");
+  // What each HF family can express (export writes the family's config.json).
+  if (arch == "qwen2")
+    need(qkv_bias && !o_bias && !qk_norm, "qwen2 has q/k/v biases, no o_proj bias, no q/k norm");
+  else
+    need(qkv_bias == o_bias, arch + " has biases on all of q/k/v/o_proj or on none");
+  need(qk_norm == (arch == "qwen3"), "q/k RMSNorm is Qwen3's (and only Qwen3's)");
+  const RopeScaling& r = rope_scaling;
+  need(r.type == "default" || r.type == "llama3",
+       "rope_scaling.type must be default or llama3, got \"" + r.type + "\"");
+  if (r.type == "llama3")
+    need(r.factor > 0 && r.low_freq_factor > 0 && r.high_freq_factor > r.low_freq_factor &&
+             r.original_max_position > 0,
+         "llama3 rope scaling needs factor > 0, 0 < low_freq_factor < high_freq_factor and "
+         "original_max_position > 0");
 }
 
 std::string ModelShape::describe() const {
-  char buf[256];
-  std::snprintf(buf, sizeof buf,
-                "d %lld, %lld layers, heads %lld/%lld, ff %lld, vocab %lld, %.1fM params",
-                (long long)d_model, (long long)n_layers, (long long)n_heads, (long long)n_kv_heads,
-                (long long)d_ff, (long long)vocab_size, num_parameters() / 1e6);
+  char buf[320];
+  std::snprintf(
+      buf, sizeof buf,
+      "%s, d %lld, %lld layers, heads %lld/%lld x %lld, ff %lld, vocab %lld, %.1fM params",
+      arch.c_str(), (long long)d_model, (long long)n_layers, (long long)n_heads,
+      (long long)n_kv_heads, (long long)head_dim(), (long long)d_ff, (long long)vocab_size,
+      num_parameters() / 1e6);
   return buf;
 }
 
 bool ModelShape::operator==(const ModelShape& o) const {
-  return vocab_size == o.vocab_size && d_model == o.d_model && n_layers == o.n_layers &&
-         n_heads == o.n_heads && n_kv_heads == o.n_kv_heads && d_ff == o.d_ff &&
-         max_seq_len == o.max_seq_len && rope_theta == o.rope_theta && norm_eps == o.norm_eps &&
-         tie_embeddings == o.tie_embeddings;
+  return arch == o.arch && vocab_size == o.vocab_size && d_model == o.d_model &&
+         n_layers == o.n_layers && n_heads == o.n_heads && n_kv_heads == o.n_kv_heads &&
+         d_ff == o.d_ff && max_seq_len == o.max_seq_len && rope_theta == o.rope_theta &&
+         norm_eps == o.norm_eps && tie_embeddings == o.tie_embeddings &&
+         head_dim() == o.head_dim() && qkv_bias == o.qkv_bias && o_bias == o.o_bias &&
+         qk_norm == o.qk_norm && rope_scaling == o.rope_scaling;
 }
 
 ModelShape preset_shape(const std::string& preset, int64_t vocab_size) {
@@ -143,8 +172,8 @@ torch::Tensor repeat_kv(const torch::Tensor& x, int64_t groups) {
   return x.unsqueeze(2).expand({B, H, groups, T, D}).reshape({B, H * groups, T, D});
 }
 
-torch::nn::Linear linear(int64_t in, int64_t out) {
-  return torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(false));
+torch::nn::Linear linear(int64_t in, int64_t out, bool bias = false) {
+  return torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(bias));
 }
 
 // q, k, v as SDPA receives them: cast to the autocast dtype when CUDA autocast is on (what
@@ -203,17 +232,27 @@ torch::Tensor RMSNormImpl::forward(const torch::Tensor& x) {
 
 AttentionImpl::AttentionImpl(const ModelShape& s)
     : n_heads(s.n_heads), n_kv_heads(s.n_kv_heads), head_dim(s.head_dim()) {
-  q_proj = register_module("q_proj", linear(s.d_model, n_heads * head_dim));
-  k_proj = register_module("k_proj", linear(s.d_model, n_kv_heads * head_dim));
-  v_proj = register_module("v_proj", linear(s.d_model, n_kv_heads * head_dim));
-  o_proj = register_module("o_proj", linear(n_heads * head_dim, s.d_model));
+  q_proj = register_module("q_proj", linear(s.d_model, n_heads * head_dim, s.qkv_bias));
+  k_proj = register_module("k_proj", linear(s.d_model, n_kv_heads * head_dim, s.qkv_bias));
+  v_proj = register_module("v_proj", linear(s.d_model, n_kv_heads * head_dim, s.qkv_bias));
+  o_proj = register_module("o_proj", linear(n_heads * head_dim, s.d_model, s.o_bias));
+  if (s.qk_norm) {
+    q_norm = register_module("q_norm", RMSNorm(head_dim, s.norm_eps));
+    k_norm = register_module("k_norm", RMSNorm(head_dim, s.norm_eps));
+  }
 }
 
 std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> AttentionImpl::rotated_qkv(
     const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin) {
   const int64_t B = x.size(0), T = x.size(1);
-  auto q = q_proj(x).view({B, T, n_heads, head_dim}).transpose(1, 2);
-  auto k = k_proj(x).view({B, T, n_kv_heads, head_dim}).transpose(1, 2);
+  auto q = q_proj(x).view({B, T, n_heads, head_dim});
+  auto k = k_proj(x).view({B, T, n_kv_heads, head_dim});
+  if (q_norm) {  // Qwen3: RMSNorm over each head's vector, before the rotation
+    q = q_norm(q);
+    k = k_norm(k);
+  }
+  q = q.transpose(1, 2);
+  k = k.transpose(1, 2);
   auto v = v_proj(x).view({B, T, n_kv_heads, head_dim}).transpose(1, 2);
   const auto c = cos.unsqueeze(1), s = sin.unsqueeze(1);
   return {apply_rope(q, c, s), apply_rope(k, c, s), v};
@@ -357,10 +396,27 @@ LlamaModelImpl::LlamaModelImpl(const ModelShape& shape) : shape_(shape) {
   norm = register_module("norm", RMSNorm(shape.d_model, shape.norm_eps));
   if (!shape.tie_embeddings)
     lm_head = register_module("lm_head", linear(shape.d_model, shape.vocab_size));
+  inv_freq_ = rope_inv_freq(shape);
+}
+
+torch::Tensor rope_inv_freq(const ModelShape& shape) {
   // inv_freq[i] = 1 / θ^(2i/d), i < d/2, as HF computes it (fp32 arange / d, then pow).
   const int64_t hd = shape.head_dim();
-  inv_freq_ = 1.0 / torch::pow(shape.rope_theta,
-                               torch::arange(0, hd, 2, torch::kInt64).to(torch::kFloat32) / hd);
+  auto inv = 1.0 / torch::pow(shape.rope_theta,
+                              torch::arange(0, hd, 2, torch::kInt64).to(torch::kFloat32) / hd);
+  const RopeScaling& r = shape.rope_scaling;
+  if (r.type != "llama3") return inv;
+  // Llama 3.1 (transformers' _compute_llama3_parameters, the same fp32 ops in the same order):
+  // long wavelengths slowed by `factor`, short ones kept, the band between blended by s.
+  const double old_len = static_cast<double>(r.original_max_position);
+  const double low_wavelen = old_len / r.low_freq_factor;
+  const double high_wavelen = old_len / r.high_freq_factor;
+  auto wavelen = 2 * M_PI / inv;
+  auto scaled = torch::where(wavelen > low_wavelen, inv / r.factor, inv);
+  auto s = (old_len / wavelen - r.low_freq_factor) / (r.high_freq_factor - r.low_freq_factor);
+  auto smoothed = (1 - s) * scaled / r.factor + s * scaled;
+  auto medium = (wavelen < high_wavelen).logical_not() & (wavelen > low_wavelen).logical_not();
+  return torch::where(medium, smoothed, scaled);
 }
 
 torch::Device LlamaModelImpl::device() const {

@@ -2,6 +2,10 @@
 // embeddings in HF's rotate_half convention, SwiGLU MLP, grouped-query attention through
 // scaled_dot_product_attention, optional tied embeddings, optional per-layer activation
 // checkpointing), a static KV cache for generation, and token_logprobs() for the trainer.
+// The same module covers the HF families that differ from Llama only in small options
+// (ModelShape.arch): Llama-3 (rope_type llama3 frequency scaling), Qwen2 (q/k/v biases) and
+// Qwen3 (per-head RMSNorm of q and k before RoPE, head_dim from the config). Sliding-window
+// attention, MoE and other rope types are not implemented (the HF import refuses them).
 // Sampling lives in model/generate.h; files (native, HF) in model/checkpoint.h.
 //
 // Precision: parameters and activations are in the model dtype: bf16 on CUDA (pure bf16, no
@@ -11,8 +15,9 @@
 // log-softmax in fp32. The trainer instead keeps fp32 weights and runs under bf16 autocast
 // (trainer/train_utils.h); a checkpointed layer recomputes under the forward's autocast state.
 //
-// Parameter names equal HF LlamaForCausalLM's without the "model." prefix
-// (embed_tokens.weight, layers.N.self_attn.q_proj.weight, ..., norm.weight, lm_head.weight).
+// Parameter names equal HF LlamaForCausalLM's (Qwen2/Qwen3ForCausalLM's) without the "model."
+// prefix (embed_tokens.weight, layers.N.self_attn.q_proj.weight, q_proj.bias, q_norm.weight,
+// ..., norm.weight, lm_head.weight).
 #pragma once
 
 #include <torch/nn/module.h>
@@ -30,8 +35,24 @@
 
 namespace kernelrl {
 
+// Rotary frequency scaling. default: inv_freq[i] = θ^(-2i/head_dim). llama3 (Llama 3.1+,
+// transformers' _compute_llama3_parameters): with wavelen = 2π / inv_freq, frequencies whose
+// wavelength exceeds original_max_position / low_freq_factor are divided by `factor`, those
+// below original_max_position / high_freq_factor are kept, and the band between is blended:
+//   s = (original_max_position / wavelen - low) / (high - low),
+//   inv = (1 - s) · inv / factor + s · inv.
+struct RopeScaling {
+  std::string type = "default";  // default | llama3
+  double factor = 1.0;
+  double low_freq_factor = 1.0;
+  double high_freq_factor = 4.0;
+  int64_t original_max_position = 8192;
+  bool operator==(const RopeScaling& o) const;
+};
+
 // The resolved architecture: every size concrete (presets and overrides applied).
 struct ModelShape {
+  std::string arch = "llama";  // llama | qwen2 | qwen3: the HF model_type (export writes it)
   int64_t vocab_size = 0;
   int64_t d_model = 0;
   int64_t n_layers = 0;
@@ -42,8 +63,13 @@ struct ModelShape {
   double rope_theta = 10000.0;
   double norm_eps = 1e-5;
   bool tie_embeddings = true;
+  int64_t head_size = 0;  // per-head width; 0: d_model / n_heads (HF head_dim when it differs)
+  bool qkv_bias = false;  // biases on q/k/v_proj (Qwen2; Llama and Qwen3 attention_bias)
+  bool o_bias = false;    // bias on o_proj (Llama and Qwen3 attention_bias)
+  bool qk_norm = false;   // per-head RMSNorm of q and k before RoPE (Qwen3)
+  RopeScaling rope_scaling;
 
-  int64_t head_dim() const { return d_model / n_heads; }
+  int64_t head_dim() const { return head_size > 0 ? head_size : d_model / n_heads; }
   int64_t num_parameters() const;
   void validate() const;         // throws UserError naming the inconsistent field
   std::string describe() const;  // "d 768, 12 layers, heads 12/4, ff 2560, vocab 32000, 114.1M"
@@ -105,12 +131,14 @@ class AttentionImpl : public torch::nn::Module {
                               const torch::Tensor& sin, KVCache& cache, int64_t layer,
                               const torch::Tensor& slot, const torch::Tensor& bias);
   torch::nn::Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
+  RMSNorm q_norm{nullptr}, k_norm{nullptr};  // Qwen3 only (ModelShape.qk_norm)
   int64_t n_heads, n_kv_heads, head_dim;
 
  private:
   // q, k, v of x [B, T, d] as [B, heads, T, head_dim], q and k rotated by cos/sin [B, T, hd].
-  std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> rotated_qkv(
-      const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin);
+  std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> rotated_qkv(const torch::Tensor& x,
+                                                                      const torch::Tensor& cos,
+                                                                      const torch::Tensor& sin);
 };
 TORCH_MODULE(Attention);
 
@@ -181,7 +209,8 @@ class LlamaModelImpl : public torch::nn::Module {
  private:
   torch::Tensor run_layers(torch::Tensor x, const AttentionInputs& in, KVCache* cache);
   ModelShape shape_;
-  // [head_dim/2] fp32: 1 / theta^(2i/head_dim); moved (once) to the device rotary() runs on.
+  // [head_dim/2] fp32: 1 / theta^(2i/head_dim) (scaled per shape_.rope_scaling); moved (once)
+  // to the device rotary() runs on.
   mutable torch::Tensor inv_freq_;
   bool checkpointing_ = false;
 };
@@ -203,6 +232,9 @@ LlamaModel make_model(const ModelConfig& config, int64_t vocab_size, torch::Devi
 torch::Tensor token_logprobs(LlamaModel& model, const torch::Tensor& tokens,
                              const torch::Tensor& attention_mask = {},
                              torch::Tensor* entropy = nullptr);
+
+// RoPE inverse frequencies [head_dim/2] fp32 for `shape` (θ and rope_scaling), as HF computes.
+torch::Tensor rope_inv_freq(const ModelShape& shape);
 
 // HF rotate_half: (x1, x2) -> (-x2, x1) over the two halves of the last dimension.
 torch::Tensor rotate_half(const torch::Tensor& x);

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what KernelRL needs on a fresh Debian/Ubuntu machine, idempotently:
 #   - Debian -dev packages (compiler, CMake, yaml-cpp, SentencePiece, GoogleTest, CLI11,
-#     nlohmann-json, SQLite) through apt-get (sudo only when not root);
+#     nlohmann-json, SQLite, PCRE2 and utf8proc for HF tokenizer.json) through apt-get (sudo
+#     only when not root);
 #   - a project virtual environment .venv with PyTorch 2.11 (whose wheel carries LibTorch)
 #     and, with --test, the Python packages tests compare against (transformers, safetensors);
 #   - configures and builds the project into build/ (Release).
@@ -19,7 +20,7 @@ done
 
 pkgs=(build-essential cmake ninja-build pkg-config python3 python3-venv python3-pip
       libyaml-cpp-dev libsentencepiece-dev libgtest-dev libgmock-dev libcli11-dev
-      nlohmann-json3-dev libsqlite3-dev)
+      nlohmann-json3-dev libsqlite3-dev libpcre2-dev libutf8proc-dev)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

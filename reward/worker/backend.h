@@ -50,6 +50,10 @@ class Backend {
   // `max_s` seconds (a candidate whose launch blocks on the gate then finishes, late).
   virtual void gate_close(double max_s) {}
   virtual void gate_open() {}
+  // Device timing: holds the candidate's own stream (a spinning kernel on it) until gate_open(),
+  // so that what is issued after it (marks, a graph replay) is queued before the device reaches
+  // the first mark and the host's cost of issuing it stays out of the measured interval.
+  virtual void hold_stream(double max_s) {}
   // Device-to-device copy on the candidate's stream (host: memcpy).
   virtual void copy_on_stream(void* dst, const void* src, size_t bytes) = 0;
   // Timing marks on the stream; elapsed_us(a, b) after wait_stream.

@@ -17,7 +17,7 @@
 
 namespace kernelrl::worker {
 
-cudaError_t launch_gate(const int* open_device_ptr, long long max_cycles);
+cudaError_t launch_gate(const int* open_device_ptr, long long max_cycles, cudaStream_t stream);
 
 namespace {
 
@@ -106,10 +106,19 @@ class GpuBackend final : public Backend {
   void gate_close(double max_s) override {
     *open_ = 0;
     std::atomic_thread_fence(std::memory_order_seq_cst);
-    cudaError_t e = launch_gate(open_dev_, static_cast<long long>(clock_hz_ * max_s));
+    cudaError_t e = launch_gate(open_dev_, static_cast<long long>(clock_hz_ * max_s), cudaStreamLegacy);
     if (e != cudaSuccess) {
       *open_ = 1;
       fatal(e, "launching the stream gate");
+    }
+  }
+  void hold_stream(double max_s) override {
+    *open_ = 0;
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    cudaError_t e = launch_gate(open_dev_, static_cast<long long>(clock_hz_ * max_s), stream_);
+    if (e != cudaSuccess) {
+      *open_ = 1;
+      fatal(e, "launching the stream hold");
     }
   }
   void gate_open() override {

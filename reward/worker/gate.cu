@@ -2,6 +2,7 @@
 // opens it (or a cycle limit passes). Work a candidate launches on the legacy or per-thread
 // default stream queues behind it, so after the candidate's own stream drains, its outputs show
 // only what it did on that stream: work that escaped the stream is caught deterministically.
+// The same kernel on the candidate's stream holds device-mode replays until they are all issued.
 #include <cuda_runtime.h>
 
 namespace kernelrl::worker {
@@ -12,8 +13,8 @@ __global__ void gate_kernel(const volatile int* open, long long max_cycles) {
   }
 }
 
-cudaError_t launch_gate(const int* open_device_ptr, long long max_cycles) {
-  gate_kernel<<<1, 1, 0, cudaStreamLegacy>>>(open_device_ptr, max_cycles);
+cudaError_t launch_gate(const int* open_device_ptr, long long max_cycles, cudaStream_t stream) {
+  gate_kernel<<<1, 1, 0, stream>>>(open_device_ptr, max_cycles);
   return cudaGetLastError();
 }
 

@@ -7,8 +7,10 @@
 //   device  each contender's call captured graph_calls times back-to-back into one graph, call i
 //           on input set i (distinct sets), replayed in interleaved rounds in random order; a
 //           sample is replay time / graph_calls: the kernels' device time, what a caller that
-//           launches from CUDA graphs sees. Each round also times one eager call per contender
-//           with events (its call time, reported beside).
+//           launches from CUDA graphs sees. The replay is queued behind a hold on the stream
+//           that opens once the marks and the replay are issued, so the host's latency in
+//           launching the graph is never inside the interval. Each round also times one eager
+//           call per contender with events (its call time, reported beside).
 //   call    events around each eager call: includes the host's cost of issuing it.
 //   server  call, after an exponential idle gap (mean gap_us) with the device drained.
 // Every mode draws fresh input values (refresh hook) into the sets a timed call or replay will

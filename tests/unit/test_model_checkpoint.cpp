@@ -1,6 +1,7 @@
 // Model files: safetensors round trip and every corruption path, load_parameters' dtype/shape/
 // missing/unexpected checks, native checkpoints (round trip, tokenizer copy, corrupt metadata),
-// HF export/import in C++ (single file and sharded), and parity with Hugging Face transformers
+// HF export/import in C++ (single file and sharded; Llama, Llama-3 rope scaling, Qwen2, Qwen3),
+// config.json refusals, and parity with Hugging Face transformers for every family
 // (tests/golden/model_hf/hf_parity.py, skipped when KERNELRL_PYTHON lacks transformers).
 #include <gtest/gtest.h>
 #include <torch/torch.h>
@@ -58,6 +59,19 @@ torch::Tensor tokens() {
 torch::Tensor logits_of(LlamaModel& m, const torch::Tensor& t) {
   torch::NoGradGuard ng;
   return m->forward(t.to(m->device())).to(torch::kFloat32).cpu();
+}
+
+// Tiny shapes of the non-Llama-2 families, as their HF configs describe them.
+std::vector<ModelShape> family_shapes() {
+  ModelShape llama3 = tiny();
+  llama3.rope_scaling = {"llama3", 8.0, 1.0, 4.0, 64};
+  ModelShape qwen2 = tiny();
+  qwen2.arch = "qwen2", qwen2.qkv_bias = true, qwen2.rope_theta = 1e6;
+  ModelShape qwen3 = tiny();
+  qwen3.arch = "qwen3", qwen3.qk_norm = true, qwen3.head_size = 32, qwen3.tie_embeddings = false;
+  ModelShape qwen3_bias = qwen3;
+  qwen3_bias.qkv_bias = qwen3_bias.o_bias = true, qwen3_bias.head_size = 0;
+  return {llama3, qwen2, qwen3, qwen3_bias};
 }
 
 }  // namespace
@@ -244,21 +258,125 @@ TEST(Checkpoint, HfExportImportRoundTripSingleAndSharded) {
                     "not listed there by the index");
 }
 
+// Every family: HF export -> import and native save -> load give the same shape and logits;
+// the parameter names are HF's (biases, q/k norms).
+TEST(Checkpoint, FamiliesRoundTripThroughHfAndNativeFiles) {
+  ScratchDir dir;
+  auto t = tokens();
+  for (const ModelShape& s : family_shapes()) {
+    SCOPED_TRACE(s.describe());
+    auto model = make_model(s, torch::kCPU, torch::kFloat32, 7);
+    EXPECT_EQ(model->parameters().size() > 0, true);
+    int64_t n = 0;
+    for (const auto& p : model->parameters()) n += p.numel();
+    EXPECT_EQ(n, s.num_parameters());
+    export_hf(dir / s.arch, model);
+    auto c = import_hf(dir / s.arch, torch::kCPU);
+    EXPECT_TRUE(c.shape == s);
+    EXPECT_TRUE(torch::equal(logits_of(model, t), logits_of(c.model, t)));
+    save_checkpoint(dir / "native", model, s);
+    auto n2 = load_checkpoint(dir / "native", torch::kCPU);
+    EXPECT_TRUE(n2.shape == s);
+    EXPECT_TRUE(torch::equal(logits_of(model, t), logits_of(n2.model, t)));
+    auto names = read_safetensors(dir / s.arch / "model.safetensors");
+    EXPECT_EQ(names.count("model.layers.1.self_attn.k_proj.bias"), s.qkv_bias ? 1u : 0u);
+    EXPECT_EQ(names.count("model.layers.1.self_attn.o_proj.bias"), s.o_bias ? 1u : 0u);
+    EXPECT_EQ(names.count("model.layers.1.self_attn.q_norm.weight"), s.qk_norm ? 1u : 0u);
+  }
+  // A format_version 1 checkpoint (shape without the family keys) still loads, as Llama.
+  auto model = make_model(tiny(), torch::kCPU, torch::kFloat32, 8);
+  save_checkpoint(dir / "v1", model, tiny());
+  auto meta = nlohmann::json::parse(read_bytes(dir / "v1" / "checkpoint.json"));
+  meta["format_version"] = 1;
+  for (const char* k : {"arch", "head_dim", "qkv_bias", "o_bias", "qk_norm", "rope_scaling"})
+    meta["shape"].erase(k);
+  write_bytes(dir / "v1" / "checkpoint.json", meta.dump());
+  auto v1 = load_checkpoint(dir / "v1", torch::kCPU);
+  EXPECT_TRUE(v1.shape == tiny());
+  EXPECT_TRUE(torch::equal(logits_of(model, t), logits_of(v1.model, t)));
+}
+
+// Llama-3 rope scaling by hand (Llama 3.1's formula, not transformers' code): head_dim 16,
+// θ 10000, original context 64, factor 8, bands at wavelengths 16 and 64.
+TEST(Checkpoint, Llama3RopeFrequenciesFollowTheFormula) {
+  ModelShape s = family_shapes()[0];
+  s.d_model = 64, s.n_heads = 4;  // head_dim 16
+  auto got = rope_inv_freq(s);
+  ASSERT_EQ(got.numel(), 8);
+  for (int i = 0; i < 8; ++i) {
+    const double base = std::pow(10000.0, -2.0 * i / 16);
+    const double wavelen = 2 * M_PI / base;
+    double want = base;  // wavelen < 16: kept
+    if (wavelen > 64) {
+      want = base / 8;
+    } else if (wavelen >= 16) {
+      const double smooth = (64 / wavelen - 1.0) / (4.0 - 1.0);
+      want = (1 - smooth) * base / 8 + smooth * base;
+    }
+    EXPECT_NEAR(got[i].item<double>(), want, 1e-6 * base) << "i=" << i << " wavelen " << wavelen;
+  }
+  s.rope_scaling = RopeScaling{};
+  EXPECT_NEAR(rope_inv_freq(s)[7].item<double>(), std::pow(10000.0, -14.0 / 16), 1e-9);
+}
+
 TEST(Checkpoint, HfConfigRejectsWhatThisModelDoesNotImplement) {
   nlohmann::json j = hf_config(tiny(), torch::kFloat32);
   EXPECT_TRUE(shape_from_hf_config(j, "c") == tiny());
+  for (const ModelShape& s : family_shapes())
+    EXPECT_TRUE(shape_from_hf_config(hf_config(s, torch::kFloat32), "c") == s) << s.describe();
+  // Each refusal is one line naming the key.
+  auto refused = [&](nlohmann::json bad, const std::string& key) {
+    expect_user_error([&] { shape_from_hf_config(bad, "c"); }, "\"" + key + "\"");
+  };
   auto bad = j;
-  bad["rope_parameters"] = {{"rope_type", "llama3"}, {"rope_theta", 5e5}};
-  expect_user_error([&] { shape_from_hf_config(bad, "c"); }, "rope type \"llama3\"");
+  bad["rope_parameters"] = {{"rope_type", "yarn"}, {"rope_theta", 5e5}, {"factor", 4.0}};
+  refused(bad, "rope_parameters.rope_type");
   bad = j;
-  bad["attention_bias"] = true;
-  expect_user_error([&] { shape_from_hf_config(bad, "c"); }, "attention_bias");
+  bad.erase("rope_parameters");
+  bad["rope_scaling"] = {{"type", "linear"}, {"factor", 2.0}};
+  refused(bad, "rope_scaling.type");
+  bad["rope_scaling"] = {{"rope_type", "llama3"}, {"factor", 8.0}, {"low_freq_factor", 1.0}};
+  refused(bad, "rope_scaling.high_freq_factor");
+  bad = j;
+  bad["model_type"] = "mistral";
+  refused(bad, "model_type");
+  bad.erase("model_type");
+  refused(bad, "model_type");
+  bad = j;
+  bad["mlp_bias"] = true;
+  refused(bad, "mlp_bias");
+  bad = j;
+  bad["hidden_act"] = "gelu";
+  refused(bad, "hidden_act");
+  bad = hf_config(family_shapes()[1], torch::kFloat32);
+  bad["use_sliding_window"] = true;
+  refused(bad, "use_sliding_window");
+  bad["use_sliding_window"] = false;
+  bad["layer_types"] = {"full_attention", "sliding_attention"};
+  refused(bad, "layer_types");
+  bad = j;
+  bad["partial_rotary_factor"] = 0.5;
+  refused(bad, "partial_rotary_factor");
   bad = j;
   bad.erase("hidden_size");
-  expect_user_error([&] { shape_from_hf_config(bad, "c"); }, "\"hidden_size\"");
+  refused(bad, "hidden_size");
   bad = j;
-  bad["head_dim"] = 32;
-  expect_user_error([&] { shape_from_hf_config(bad, "c"); }, "head_dim");
+  bad["rms_norm_eps"] = nullptr;
+  expect_user_error([&] { shape_from_hf_config(bad, "c"); }, "wrong type");
+  // transformers 4.x layout: rope_theta and rope_scaling at the top level (Llama 3.1's config).
+  auto old = hf_config(family_shapes()[0], torch::kFloat32);
+  old.erase("rope_parameters");
+  old["rope_theta"] = 10000.0;
+  old["rope_scaling"] = {{"rope_type", "llama3"},
+                         {"factor", 8.0},
+                         {"low_freq_factor", 1.0},
+                         {"high_freq_factor", 4.0},
+                         {"original_max_position_embeddings", 64}};
+  EXPECT_TRUE(shape_from_hf_config(old, "c") == family_shapes()[0]);
+  // Qwen3 without head_dim takes transformers' default 128.
+  auto q3 = hf_config(family_shapes()[2], torch::kFloat32);
+  q3.erase("head_dim");
+  EXPECT_EQ(shape_from_hf_config(q3, "c").head_dim(), 128);
 }
 
 // Parity with transformers (an independent implementation): an HF-saved model imported here
@@ -277,13 +395,25 @@ TEST(HfParity, ImportAndExportMatchTransformersOnCpu) {
   auto made = kernelrl::testing::run_command(py + " " + script + " make " + (dir / "hf").string());
   ASSERT_EQ(made.exit_code, 0) << made.output;
   std::string check_dirs;
-  for (const char* sub : {"tied", "sharded"}) {
+  for (const char* sub :
+       {"tied", "sharded", "llama3", "qwen2_tied", "qwen2", "qwen3", "qwen3_bias"}) {
     auto c = import_hf(dir / "hf" / sub, torch::kCPU);
     auto ref = read_safetensors(dir / "hf" / sub / "reference.safetensors");
     auto got = logits_of(c.model, ref["tokens"]);
     const double diff = (got - ref["logits"]).abs().max().item<double>();
     EXPECT_LT(diff, 1e-4) << sub << " import: max |Δlogit| vs transformers";
-    std::cout << sub << " import: max |dlogit| = " << diff << "\n";
+    std::cout << sub << " import: max |dlogit| = " << diff << " (" << c.shape.describe() << ")\n";
+    if (std::string(sub) == "llama3") {
+      // Negative control: without the llama3 frequency scaling the logits are visibly off.
+      ASSERT_EQ(c.shape.rope_scaling.type, "llama3");
+      ModelShape plain = c.shape;
+      plain.rope_scaling = RopeScaling{};
+      LlamaModel unscaled(plain);
+      load_parameters(unscaled, read_safetensors(dir / "hf" / sub / "model.safetensors"), "model.",
+                      sub);
+      EXPECT_GT((logits_of(unscaled, ref["tokens"]) - ref["logits"]).abs().max().item<double>(),
+                1e-3);
+    }
     // Export a perturbed copy (so HF cannot pass by reading its own file) and let HF check it.
     {
       torch::NoGradGuard ng;

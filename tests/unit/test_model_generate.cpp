@@ -102,6 +102,50 @@ TEST(Generate, DecodeLogprobsMatchFullForward) {
   }
 }
 
+// The HF families' options (Llama-3 rope scaling, Qwen2 q/k/v biases, Qwen3 q/k norms with
+// head_dim != d_model / n_heads, q/k/v/o biases) take the same path through the KV cache:
+// decoding logprobs equal the full forward's, eager and static decode steps agree.
+TEST(Generate, EveryFamilyDecodesLikeItsFullForward) {
+  ModelShape llama3 = preset_shape("tiny", kVocab);
+  llama3.rope_scaling = {"llama3", 8.0, 1.0, 4.0, 16};
+  ModelShape qwen2 = preset_shape("tiny", kVocab);
+  qwen2.arch = "qwen2", qwen2.qkv_bias = true;
+  ModelShape qwen3 = preset_shape("tiny", kVocab);
+  qwen3.arch = "qwen3", qwen3.qk_norm = true, qwen3.head_size = 24;
+  qwen3.qkv_bias = qwen3.o_bias = true;
+  for (const ModelShape& s : {llama3, qwen2, qwen3}) {
+    SCOPED_TRACE(s.describe());
+    auto model = make_model(s, torch::kCPU, torch::kFloat32, 31);
+    GenerateOptions o;
+    o.max_new_tokens = 12;
+    o.seed = 5;
+    auto r = generate(model, prompts(), o);
+    for (size_t i = 0; i < r.tokens.size(); ++i) {
+      std::vector<int64_t> seq = prompts()[i];
+      seq.insert(seq.end(), r.tokens[i].begin(), r.tokens[i].end());
+      auto lp = token_logprobs(model, torch::tensor(seq).unsqueeze(0));
+      const int64_t P = prompts()[i].size();
+      for (size_t j = 0; j < r.tokens[i].size(); ++j)
+        EXPECT_NEAR(r.logprobs[i][j], lp[0][P - 1 + j].item<double>(), 1e-4) << i << "," << j;
+    }
+    torch::NoGradGuard ng;
+    auto tokens = torch::tensor({{0, 0, 5, 6, 7}, {1, 2, 3, 4, 5}}, torch::kInt64);
+    auto mask = tokens != 0;
+    auto a = model->new_cache(2, 20), b = model->new_cache(2, 20);
+    auto la = model->prefill(tokens, mask, a);
+    model->prefill(tokens, mask, b);
+    auto pos = mask.sum(1).to(torch::kInt64);
+    for (int step = 0; step < 4; ++step) {
+      auto tok = la.argmax(-1);
+      la = model->decode_step(tok, pos, a);
+      auto lb = model->decode_step_static(tok, pos, torch::full({1}, b.length, torch::kInt64), b);
+      b.length += 1;
+      pos = pos + 1;
+      EXPECT_LT((la - lb).abs().max().item<double>(), 1e-5) << "step " << step;
+    }
+  }
+}
+
 TEST(Generate, GreedyEqualsArgmaxOfFullForward) {
   auto model = tiny_model(22);
   GenerateOptions o;
