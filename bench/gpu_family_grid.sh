@@ -2,6 +2,9 @@
 # The Hopper families (hgemm_wgmma, hgemm_cutlass) over the 1,000-shape grid on one GPU (issue
 # 11), resumable across device calls, from the repository root:
 #   bash bench/gpu_family_grid.sh BUILD_DIR OUT_DIR [BUDGET_S=540] [PREV_DIR]
+# On the device tool (after scripts/device_prepare.sh here): carry [".device"] (and the previous
+# call's files, e.g. ".grid-prev"), command
+#   rm -f /tmp/deps/.done; source .device/env.sh && bash bench/gpu_family_grid.sh /tmp/b $OUT 540 [.grid-prev]
 # 1. configures (if needed) and builds kernelrl and the evaluator's worker in BUILD_DIR (CUTLASS
 #    headers from .device/cutlass-include.tgz or $KERNELRL_CUTLASS_INCLUDE when set, else the
 #    nvidia-cutlass wheel of .venv);
