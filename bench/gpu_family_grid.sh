@@ -7,7 +7,8 @@
 #   rm -f /tmp/deps/.done; source .device/env.sh && bash bench/gpu_family_grid.sh /tmp/b $OUT 540 [.grid-prev]
 # 1. configures (if needed) and builds kernelrl and the evaluator's worker in BUILD_DIR (CUTLASS
 #    headers from .device/cutlass-include.tgz or $KERNELRL_CUTLASS_INCLUDE when set, else the
-#    nvidia-cutlass wheel of .venv);
+#    nvidia-cutlass wheel of .venv); on the first call (no PREV_DIR; FAMILY_TESTS=0 skips it)
+#    also test_families_gpu's Cutlass and Wgmma tests (samples + negative controls, ~2-3 min);
 # 2. PREV_DIR (the OUT_DIR files of an earlier call, carried back in): its CSVs are resumed and
 #    its compile_cache.tar unpacked into the compile cache, so nothing is compiled twice;
 # 3. the large shapes (configs/grids/hopper_large.txt: 4096^3 and 8192^3, nn and tn) with every
@@ -45,9 +46,22 @@ if [[ ! -f "$build/build.ninja" ]]; then
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release > /tmp/gfg_cmake.log 2>&1 ||
     { tail -30 /tmp/gfg_cmake.log | tee -a "$log"; exit 1; }
 fi
-cmake --build "$build" --target kernelrl kernelrl_eval_worker > /tmp/gfg_build.log 2>&1 ||
+# The GPU family tests (a sample of each Hopper family through the Evaluator, with negative
+# controls) run on the first call (no PREV_DIR) unless FAMILY_TESTS=0.
+tests=0
+[[ -z "$prev" && "${FAMILY_TESTS:-1}" == 1 ]] && tests=1
+targets=(kernelrl kernelrl_eval_worker)
+((tests)) && targets+=(test_families_gpu)
+cmake --build "$build" --target "${targets[@]}" > /tmp/gfg_build.log 2>&1 ||
   { tail -40 /tmp/gfg_build.log | tee -a "$log"; exit 1; }
 echo "[$(el) s] built" | tee -a "$log"
+if ((tests)); then
+  timeout 360 "$build/tests/test_families_gpu" \
+    --gtest_filter='FamiliesGpu.Cutlass*:FamiliesGpu.Wgmma*' >> "$log" 2>&1
+  rc=$?
+  echo "[$(el) s] test_families_gpu (Cutlass, Wgmma): exit $rc" | tee -a "$log"
+  grep -E "^hgemm_|^\[ +(OK|FAILED|PASSED|SKIPPED) +\]|Failure" "$log" | cut -c1-200 | tail -24
+fi
 
 cache=$build/family-cache
 mkdir -p "$cache"
@@ -71,7 +85,8 @@ if ((left > 0)); then
   "$build/kernelrl" bench "${common[@]}" --grid configs/grids/hopper_large.txt --per-family 0 \
     --min-rounds 10 --max-rounds 50 --timing-budget-ms 400 --seeds 3 --time-budget-s "$left" \
     --out "$out/large.csv" --store /tmp/gfg_large.sqlite >> "$log" 2>&1
-  echo "[$(el) s] large shapes: exit $?" | tee -a "$log"
+  rc=$?
+  echo "[$(el) s] large shapes: exit $rc" | tee -a "$log"
 fi
 cat "$out/large.csv" 2>/dev/null | cut -d, -f1-4,8,9,11-16,18
 
@@ -81,7 +96,8 @@ if ((left > 20)); then
   "$build/kernelrl" bench "${common[@]}" --grid full --per-family "$per_family" \
     --time-budget-s "$left" --out "$out/family_grid.csv" --store /tmp/gfg_grid.sqlite \
     >> "$log" 2>&1
-  echo "[$(el) s] grid: exit $?" | tee -a "$log"
+  rc=$?
+  echo "[$(el) s] grid: exit $rc" | tee -a "$log"
 fi
 head -30 "$out/family_grid.md" 2>/dev/null
 grep -E "not started|evaluated in this run|compiled " "$log" | tail -4
