@@ -17,7 +17,8 @@
 # 4. `kernelrl bench --families ... --grid full`: PER_FAMILY (default 3) variants per family per
 #    shape, device timing against lt-auto and lt-auto-max, stops starting shapes when BUDGET_S
 #    is near -> OUT_DIR/family_grid.{csv,md};
-# 5. the compile cache -> OUT_DIR/compile_cache.tar for the next call.
+# 5. the compile cache -> OUT_DIR/compile_cache.tar for the next call, and this call's results
+#    store -> OUT_DIR/family_store_<UTC stamp>.sqlite.xz (input for `kernelrl catalog build`).
 # OUT_DIR also gets family_grid.log (every command's output). Expected: the first call spends
 # ~2-3 min building and ~2-3 min compiling the 48 distinct variants on 16 cores, then sweeps;
 # later calls (with PREV_DIR) build and sweep. Run it until family_grid.md says 1000 of 1000.
@@ -84,7 +85,7 @@ left=$((budget - $(el) - margin))
 if ((left > 0)); then
   "$build/kernelrl" bench "${common[@]}" --grid configs/grids/hopper_large.txt --per-family 0 \
     --min-rounds 10 --max-rounds 50 --timing-budget-ms 400 --seeds 3 --time-budget-s "$left" \
-    --out "$out/large.csv" --store /tmp/gfg_large.sqlite >> "$log" 2>&1
+    --out "$out/large.csv" --store /tmp/gfg_store.sqlite >> "$log" 2>&1
   rc=$?
   echo "[$(el) s] large shapes: exit $rc" | tee -a "$log"
 fi
@@ -94,7 +95,7 @@ cat "$out/large.csv" 2>/dev/null | cut -d, -f1-4,8,9,11-16,18
 left=$((budget - $(el) - margin))
 if ((left > 20)); then
   "$build/kernelrl" bench "${common[@]}" --grid full --per-family "$per_family" \
-    --time-budget-s "$left" --out "$out/family_grid.csv" --store /tmp/gfg_grid.sqlite \
+    --time-budget-s "$left" --out "$out/family_grid.csv" --store /tmp/gfg_store.sqlite \
     >> "$log" 2>&1
   rc=$?
   echo "[$(el) s] grid: exit $rc" | tee -a "$log"
@@ -107,5 +108,14 @@ size=$(stat -c %s "$out/compile_cache.tar" 2>/dev/null || echo 0)
 if ((size > 15000000)); then
   # Only the shared objects (no logs) when the whole cache is over the 16 MiB file limit.
   (cd "$cache" && tar -cf "$out/compile_cache.tar" ./*.so)
+fi
+# This call's results store (every evaluation with its source: `kernelrl catalog build --from`
+# takes each call's file), compressed: the sources repeat, so it shrinks ~10-50x.
+if [[ -f /tmp/gfg_store.sqlite ]]; then
+  st=$out/family_store_$(date -u +%Y%m%d%H%M%S).sqlite.xz
+  xz -T0 -6 -c /tmp/gfg_store.sqlite > "$st" 2>/dev/null || gzip -c /tmp/gfg_store.sqlite > "${st%.xz}.gz"
+  for f in "$st" "${st%.xz}.gz"; do
+    [[ -f "$f" ]] && (($(stat -c %s "$f") > 15000000)) && { echo "store too large to return: $f"; rm -f "$f"; }
+  done
 fi
 echo "[$(el) s] done; compile_cache.tar $(stat -c %s "$out/compile_cache.tar") bytes" | tee -a "$log"
