@@ -78,6 +78,10 @@ const std::vector<FamilyInfo>& kernel_families() {
        "sm_90a wgmma + TMA multistage mbarrier pipeline, producer/consumer warpgroups, "
        "persistent rastered tiles, 2-CTA multicast clusters, TMA-store epilogue, split-K",
        "sm_90a"},
+      {"hgemm_cutlass", "hgemm", "cuda",
+       "sm_90a CUTLASS 3.x collective builders: TMA warp-specialized cooperative and ping-pong "
+       "schedules, stream-K, tile, cluster and raster knobs",
+       "sm_90a"},
       {"hgemm_host", "hgemm", "host", "cache-blocked C++ with fp16 bit conversions", ""},
       {"elementwise", "general", "cuda,host", "activations and binary elementwise ops", ""},
       {"reduction", "general", "cuda,host", "row/column/all reductions, argmax/argmin, cumsum", ""},

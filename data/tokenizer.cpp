@@ -10,13 +10,14 @@
 #include <sentencepiece_trainer.h>
 
 #include <fstream>
-#include <thread>
 #include <nlohmann/json.hpp>
+#include <thread>
 #include <unordered_map>
 
 #include "common/error.h"
-#include "common/log.h"
 #include "common/fs.h"
+#include "common/log.h"
+#include "data/tokenizer_hf.h"
 
 namespace kernelrl {
 namespace {
@@ -55,7 +56,8 @@ void split_paragraphs(const std::string& text, size_t max_chars, std::vector<std
     std::string para = text.substr(start, end - start);
     while (para.size() > max_chars) {
       size_t cut = para.rfind('\n', max_chars);
-      if (cut == std::string::npos || cut == 0) break;  // one over-long line: SentencePiece skips it
+      if (cut == std::string::npos || cut == 0)
+        break;  // one over-long line: SentencePiece skips it
       out.push_back(para.substr(0, cut));
       para.erase(0, cut + 1);
     }
@@ -104,6 +106,51 @@ std::vector<std::string> read_corpus_sentences(const fs::path& input, size_t max
   return sentences;
 }
 
+// A SentencePiece model (tokenizer.model).
+class SentencePieceBackend final : public TokenizerBackend {
+ public:
+  SentencePieceBackend(const std::string& bytes, const std::string& origin) {
+    auto status = sp_.LoadFromSerializedProto(bytes);
+    if (!status.ok()) {
+      throw UserError("cannot load tokenizer " + origin + ": " + status.ToString() +
+                      " (expected a SentencePiece .model file or an HF tokenizer.json)");
+    }
+  }
+  std::vector<int64_t> encode(const std::string& text) const override {
+    std::vector<int> ids;
+    auto status = sp_.Encode(text, &ids);
+    if (!status.ok()) throw std::runtime_error("tokenizer encode failed: " + status.ToString());
+    return std::vector<int64_t>(ids.begin(), ids.end());
+  }
+  std::string decode(const std::vector<int64_t>& ids) const override {
+    std::vector<int> v;
+    v.reserve(ids.size());
+    const int64_t n = vocab_size();
+    for (int64_t id : ids) {
+      if (id < 0 || id >= n) continue;  // padding beyond the vocabulary (model vocab may be larger)
+      v.push_back(static_cast<int>(id));
+    }
+    std::string text;
+    auto status = sp_.Decode(v, &text);
+    if (!status.ok()) throw std::runtime_error("tokenizer decode failed: " + status.ToString());
+    return text;
+  }
+  std::string id_to_piece(int64_t id) const override { return sp_.IdToPiece(static_cast<int>(id)); }
+  int64_t piece_to_id(const std::string& piece) const override { return sp_.PieceToId(piece); }
+  int64_t vocab_size() const override { return sp_.GetPieceSize(); }
+  int64_t unk_id() const override { return sp_.unk_id(); }
+  int64_t bos_id() const override { return sp_.bos_id(); }
+  int64_t eos_id() const override { return sp_.eos_id(); }
+  int64_t pad_id() const override {
+    if (sp_.pad_id() >= 0) return sp_.pad_id();
+    if (sp_.eos_id() >= 0) return sp_.eos_id();
+    return 0;
+  }
+
+ private:
+  sentencepiece::SentencePieceProcessor sp_;
+};
+
 }  // namespace
 
 const std::vector<std::string>& section_markers() {
@@ -112,27 +159,61 @@ const std::vector<std::string>& section_markers() {
   return markers;
 }
 
-Tokenizer::Tokenizer() : sp_(std::make_unique<sentencepiece::SentencePieceProcessor>()) {}
+Tokenizer::Tokenizer() = default;
 Tokenizer::Tokenizer(Tokenizer&&) noexcept = default;
 Tokenizer& Tokenizer::operator=(Tokenizer&&) noexcept = default;
 Tokenizer::~Tokenizer() = default;
 
 Tokenizer Tokenizer::from_serialized(const std::string& bytes, const std::string& origin) {
   Tokenizer t;
-  auto status = t.sp_->LoadFromSerializedProto(bytes);
-  if (!status.ok()) {
-    throw UserError("cannot load tokenizer " + origin + ": " + status.ToString() +
-                    " (expected a SentencePiece .model file)");
-  }
+  t.impl_ = std::make_unique<SentencePieceBackend>(bytes, origin);
   t.serialized_ = bytes;
   t.origin_ = origin;
   return t;
 }
 
+Tokenizer Tokenizer::from_hf_json(const std::string& tokenizer_json, const std::string& config_json,
+                                  const std::string& origin) {
+  Tokenizer t;
+  t.impl_ = std::make_unique<HfBpeTokenizer>(tokenizer_json, config_json, origin);
+  t.serialized_ = tokenizer_json;
+  t.origin_ = origin;
+  t.hf_ = true;
+  return t;
+}
+
+fs::path Tokenizer::find_in(const fs::path& dir) {
+  for (const char* name : {"tokenizer.json", "tokenizer.model"})
+    if (fs::is_regular_file(dir / name)) return dir / name;
+  return {};
+}
+
 Tokenizer Tokenizer::load(const fs::path& model_path) {
-  if (!fs::is_regular_file(model_path))
-    throw UserError("tokenizer model not found: " + model_path.string());
-  return from_serialized(read_file(model_path, "tokenizer model"), model_path.string());
+  fs::path path = model_path;
+  if (fs::is_directory(path)) {
+    path = find_in(model_path);
+    if (path.empty())
+      throw UserError("tokenizer directory " + model_path.string() +
+                      " has neither tokenizer.json nor tokenizer.model");
+  }
+  if (!fs::is_regular_file(path)) throw UserError("tokenizer model not found: " + path.string());
+  if (path.extension() == ".json") {
+    const fs::path config = path.parent_path() / "tokenizer_config.json";
+    const fs::path sentencepiece = path.parent_path() / "tokenizer.model";
+    try {
+      return from_hf_json(
+          read_file(path, "tokenizer.json"),
+          fs::is_regular_file(config) ? read_file(config, "tokenizer_config.json") : std::string(),
+          path.string());
+    } catch (const UserError& e) {
+      // Llama-2-style checkpoints ship both files; their tokenizer.json is SentencePiece-style
+      // (not implemented here) and their tokenizer.model the same tokenizer.
+      if (!fs::is_regular_file(sentencepiece)) throw;
+      KRL_LOG(info) << e.what() << "; using " << sentencepiece.string() << " beside it";
+      return from_serialized(read_file(sentencepiece, "tokenizer model"), sentencepiece.string());
+    }
+  }
+  return from_serialized(read_file(path, "tokenizer model"), path.string());
 }
 
 Tokenizer Tokenizer::train(const fs::path& input, const fs::path& out_model,
@@ -205,9 +286,7 @@ Tokenizer Tokenizer::train(const fs::path& input, const fs::path& out_model,
 }
 
 std::vector<int64_t> Tokenizer::encode(const std::string& text, bool add_bos, bool add_eos) const {
-  std::vector<int> ids;
-  auto status = sp_->Encode(text, &ids);
-  if (!status.ok()) throw std::runtime_error("tokenizer encode failed: " + status.ToString());
+  std::vector<int64_t> ids = impl_->encode(text);
   std::vector<int64_t> out;
   out.reserve(ids.size() + 2);
   if (add_bos && bos_id() >= 0) out.push_back(bos_id());
@@ -217,41 +296,28 @@ std::vector<int64_t> Tokenizer::encode(const std::string& text, bool add_bos, bo
 }
 
 std::string Tokenizer::decode(const std::vector<int64_t>& ids) const {
-  std::vector<int> v;
-  v.reserve(ids.size());
-  const int64_t n = vocab_size();
-  for (int64_t id : ids) {
-    if (id < 0 || id >= n) continue;  // padding beyond the vocabulary (model vocab may be larger)
-    v.push_back(static_cast<int>(id));
-  }
-  std::string text;
-  auto status = sp_->Decode(v, &text);
-  if (!status.ok()) throw std::runtime_error("tokenizer decode failed: " + status.ToString());
-  return text;
+  return impl_->decode(ids);
 }
-
 std::string Tokenizer::id_to_piece(int64_t id) const {
-  return sp_->IdToPiece(static_cast<int>(id));
+  return impl_->id_to_piece(id);
 }
 int64_t Tokenizer::piece_to_id(const std::string& piece) const {
-  return sp_->PieceToId(piece);
+  return impl_->piece_to_id(piece);
 }
 int64_t Tokenizer::vocab_size() const {
-  return sp_->GetPieceSize();
+  return impl_->vocab_size();
 }
 int64_t Tokenizer::unk_id() const {
-  return sp_->unk_id();
+  return impl_->unk_id();
 }
 int64_t Tokenizer::bos_id() const {
-  return sp_->bos_id();
+  return impl_->bos_id();
 }
 int64_t Tokenizer::eos_id() const {
-  return sp_->eos_id();
+  return impl_->eos_id();
 }
 int64_t Tokenizer::pad_id() const {
-  if (sp_->pad_id() >= 0) return sp_->pad_id();
-  if (sp_->eos_id() >= 0) return sp_->eos_id();
-  return 0;
+  return impl_->pad_id();
 }
 
 }  // namespace kernelrl

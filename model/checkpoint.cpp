@@ -284,6 +284,21 @@ std::vector<std::pair<std::string, torch::Tensor>> parameter_list(LlamaModel& mo
 
 std::atomic<unsigned> g_dir_counter{0};
 
+// The files that carry a tokenizer into a checkpoint or export, (name, bytes), the tokenizer's
+// own first: a SentencePiece model as tokenizer.model; an HF tokenizer.json as itself plus the
+// tokenizer_config.json beside it (eos and pad live there). None for an empty path.
+std::vector<std::pair<std::string, std::string>> tokenizer_files(const fs::path& tokenizer_path) {
+  if (tokenizer_path.empty()) return {};
+  if (tokenizer_path.extension() != ".json")
+    return {{"tokenizer.model", read_file(tokenizer_path, "tokenizer model")}};
+  std::vector<std::pair<std::string, std::string>> out = {
+      {"tokenizer.json", read_file(tokenizer_path, "tokenizer.json")}};
+  const fs::path config = tokenizer_path.parent_path() / "tokenizer_config.json";
+  if (fs::is_regular_file(config))
+    out.emplace_back("tokenizer_config.json", read_file(config, "tokenizer_config.json"));
+  return out;
+}
+
 // Writes a directory's files into a temp sibling with `fill`, then swaps it into place.
 template <class Fill>
 void write_dir_atomically(const fs::path& dir, Fill fill) {
@@ -316,8 +331,7 @@ void save_checkpoint(const fs::path& dir, LlamaModel& model, const ModelShape& s
                      const fs::path& tokenizer_path, const json& extra) {
   if (!(model->shape() == shape))
     throw std::runtime_error("save_checkpoint: shape differs from the model's own shape");
-  std::string tok_bytes;
-  if (!tokenizer_path.empty()) tok_bytes = read_file(tokenizer_path, "tokenizer model");
+  const auto tok_files = tokenizer_files(tokenizer_path);
   write_dir_atomically(dir, [&](const fs::path& tmp) {
     write_safetensors(tmp / "model.safetensors", parameter_list(model, ""),
                       {{"kernelrl", "checkpoint"}});
@@ -325,10 +339,10 @@ void save_checkpoint(const fs::path& dir, LlamaModel& model, const ModelShape& s
                  {"format_version", 2},
                  {"shape", shape_to_json(shape)},
                  {"dtype", dtype_name(model->dtype())},
-                 {"tokenizer", tokenizer_path.empty() ? json(nullptr) : json("tokenizer.model")},
+                 {"tokenizer", tok_files.empty() ? json(nullptr) : json(tok_files[0].first)},
                  {"tokenizer_origin", tokenizer_path.string()},
                  {"extra", extra.is_null() ? json::object() : extra}};
-    if (!tokenizer_path.empty()) atomic_write(tmp / "tokenizer.model", tok_bytes);
+    for (const auto& [name, bytes] : tok_files) atomic_write(tmp / name, bytes);
     atomic_write(tmp / "checkpoint.json", meta.dump(2) + "\n");
   });
 }
@@ -532,11 +546,10 @@ json hf_config(const ModelShape& s, torch::Dtype dtype, int64_t bos_id, int64_t 
 void export_hf(const fs::path& dir, LlamaModel& model, const fs::path& tokenizer_path,
                int64_t max_shard_bytes) {
   auto params = parameter_list(model, "model.");
-  std::string tok_bytes;
-  if (!tokenizer_path.empty()) tok_bytes = read_file(tokenizer_path, "tokenizer model");
+  const auto tok_files = tokenizer_files(tokenizer_path);
   write_dir_atomically(dir, [&](const fs::path& tmp) {
     atomic_write(tmp / "config.json", hf_config(model->shape(), model->dtype()).dump(2) + "\n");
-    if (!tokenizer_path.empty()) atomic_write(tmp / "tokenizer.model", tok_bytes);
+    for (const auto& [name, bytes] : tok_files) atomic_write(tmp / name, bytes);
     if (max_shard_bytes <= 0) {
       write_safetensors(tmp / "model.safetensors", params);
       return;
@@ -604,7 +617,8 @@ Checkpoint import_hf(const fs::path& dir, torch::Device device, std::optional<to
   }
   load_parameters(c.model, tensors, "model.", dir.string());
   c.model->to(device, dtype.value_or(resolve_dtype("auto", device)));
-  if (fs::exists(dir / "tokenizer.model")) c.tokenizer_path = dir / "tokenizer.model";
+  for (const char* name : {"tokenizer.json", "tokenizer.model"})  // HF's own file first
+    if (!c.tokenizer_path && fs::is_regular_file(dir / name)) c.tokenizer_path = dir / name;
   return c;
 }
 

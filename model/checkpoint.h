@@ -7,10 +7,12 @@
 // Native checkpoint directory (format_version 2; version 1, whose shapes lack the HF-family
 // keys, reads as Llama):
 //   checkpoint.json    {"format": "kernelrl-checkpoint", "format_version": 2, "shape": {...},
-//                       "dtype": "bf16"|"fp32", "tokenizer": "tokenizer.model"|null,
+//                       "dtype": "bf16"|"fp32",
+//                       "tokenizer": "tokenizer.model"|"tokenizer.json"|null,
 //                       "tokenizer_origin": "<path it was copied from>", "extra": {...}}
 //   model.safetensors  parameters under their LlamaModel names (HF names minus "model.")
-//   tokenizer.model    a copy of the tokenizer, so the directory is self-contained
+//   tokenizer.model    a copy of the tokenizer, so the directory is self-contained (an HF
+//                      tokenizer: tokenizer.json and, when it has one, tokenizer_config.json)
 // It is written to a temp directory beside the target and renamed into place.
 #pragma once
 
@@ -88,10 +90,12 @@ nlohmann::json hf_config(const ModelShape& shape, torch::Dtype dtype, int64_t bo
 
 // Writes config.json and model.safetensors (HF names, model dtype) into `dir`; with
 // max_shard_bytes > 0 writes model-0000i-of-0000n.safetensors shards of at most that size plus
-// model.safetensors.index.json. Copies `tokenizer_path` to dir/tokenizer.model when given.
+// model.safetensors.index.json. Copies `tokenizer_path` when given (as tokenizer.model, or an
+// HF tokenizer.json with its tokenizer_config.json).
 void export_hf(const fs::path& dir, LlamaModel& model, const fs::path& tokenizer_path = {},
                int64_t max_shard_bytes = 0);
-// Reads an HF directory (config.json + model.safetensors or the sharded index).
+// Reads an HF directory (config.json + model.safetensors or the sharded index); its tokenizer
+// is tokenizer.json, else tokenizer.model.
 Checkpoint import_hf(const fs::path& dir, torch::Device device,
                      std::optional<torch::Dtype> dtype = std::nullopt);
 
