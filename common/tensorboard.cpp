@@ -71,6 +71,7 @@ uint32_t masked_crc32c(const void* data, size_t n) {
 }
 
 TensorBoardWriter::TensorBoardWriter(const std::filesystem::path& dir) {
+  if (dir.empty()) return;
   std::filesystem::create_directories(dir);
   char host[64] = "host";
   ::gethostname(host, sizeof host - 1);
@@ -88,6 +89,7 @@ TensorBoardWriter::~TensorBoardWriter() {
 }
 
 void TensorBoardWriter::scalar(const std::string& name, double value, int64_t step) {
+  if (!file_) return;
   // Summary { repeated Value value = 1; }  Value { string tag = 1; float simple_value = 2; }
   std::string v;
   bytes_field(v, 1, name);
@@ -99,7 +101,9 @@ void TensorBoardWriter::scalar(const std::string& name, double value, int64_t st
   write_record(event(step, nullptr, &summary));
 }
 
-void TensorBoardWriter::flush() { std::fflush(file_); }
+void TensorBoardWriter::flush() {
+  if (file_) std::fflush(file_);
+}
 
 void TensorBoardWriter::write_record(const std::string& payload) {
   // TFRecord: uint64 length, uint32 masked_crc(length), data, uint32 masked_crc(data).

@@ -17,6 +17,7 @@ uint32_t masked_crc32c(const void* data, size_t n);
 class TensorBoardWriter {
  public:
   // Creates <dir>/events.out.tfevents.<unix time>.<host>.kernelrl and writes the version event.
+  // An empty dir writes nothing (the ranks other than 0 of a multi-process job).
   explicit TensorBoardWriter(const std::filesystem::path& dir);
   ~TensorBoardWriter();
   TensorBoardWriter(const TensorBoardWriter&) = delete;

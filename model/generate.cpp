@@ -212,7 +212,7 @@ GenerationResult generate(LlamaModel& model, const std::vector<std::vector<int64
   // depend on how many rows share the batch.
   auto host_u = torch::empty({T, N}, torch::TensorOptions().dtype(torch::kFloat32));
   for (int64_t i = 0; i < N; ++i) {
-    auto gen = at::detail::createCPUGenerator(mix_seed(o.seed, static_cast<uint64_t>(i)));
+    auto gen = at::detail::createCPUGenerator(mix_seed(o.seed, o.row_offset + static_cast<uint64_t>(i)));
     host_u.select(1, i).copy_(torch::rand({T}, gen, torch::TensorOptions().dtype(torch::kFloat32)));
   }
   auto uniforms = host_u.to(dev);

@@ -30,6 +30,8 @@ struct GenerateOptions {
   int64_t top_k = 0;                      // keep the k most likely tokens; 0 = off
   double top_p = 1.0;                     // keep the smallest set with mass ≥ p; 1 = off
   uint64_t seed = 0;                      // RNG seed of the uniforms
+  uint64_t row_offset = 0;                // row i draws as row row_offset + i of a larger batch
+                                          // (a data-parallel rank's share of the global rows)
   std::vector<int64_t> eos_ids;           // stop ids; empty: the tokenizer's eos (if any)
   std::vector<std::string> stop_strings;  // stop when the completion text contains one
   int64_t pad_id = -1;                    // left-padding and filler id; -1: tokenizer's pad, else 0

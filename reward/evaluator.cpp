@@ -97,6 +97,7 @@ struct Evaluator::Impl {
   std::string backend, device, driver, arch, sandbox, sandbox_parts;
   std::vector<std::string> include_dirs;  // resolved reward.include_dirs (CUTLASS/CuTe)
   bool ready = false;
+  int first_device = 0;  // GPU of worker 0; worker i runs on first_device + i
   std::mt19937_64 seeds{std::random_device{}()};
 
   void ensure_ready() {
@@ -106,8 +107,8 @@ struct Evaluator::Impl {
     auto scratch = [&](int dev) {
       return cache_dir / "scratch" / ("worker-" + std::to_string(dev) + "-" + std::to_string(::getpid()));
     };
-    workers.push_back(std::make_unique<WorkerClient>(cfg.backend, 0, silence, cache_dir / "logs"));
-    workers[0]->set_sandbox(cfg.sandbox, scratch(0));
+    workers.push_back(std::make_unique<WorkerClient>(cfg.backend, first_device, silence, cache_dir / "logs"));
+    workers[0]->set_sandbox(cfg.sandbox, scratch(first_device));
     const WorkerInfo& info = workers[0]->info();
     backend = info.backend;
     device = info.device;
@@ -118,11 +119,11 @@ struct Evaluator::Impl {
     if (cfg.backend == "gpu" && backend != "gpu")
       throw NotAvailableError("reward.backend: gpu was asked for but no GPU is visible");
     int n = static_cast<int>(cfg.workers);
-    if (backend == "gpu") n = std::max(1, std::min(n, info.device_count));
+    if (backend == "gpu") n = std::max(1, std::min(n, info.device_count - first_device));
     for (int i = 1; i < n; ++i) {
-      workers.push_back(std::make_unique<WorkerClient>(backend, backend == "gpu" ? i : 0, silence,
-                                                       cache_dir / "logs"));
-      workers.back()->set_sandbox(cfg.sandbox, scratch(i));
+      workers.push_back(std::make_unique<WorkerClient>(backend, backend == "gpu" ? first_device + i : 0,
+                                                       silence, cache_dir / "logs"));
+      workers.back()->set_sandbox(cfg.sandbox, scratch(first_device + i));
     }
     for (auto& w : workers) w->set_quiet(cfg.quiet);
     include_dirs = resolve_include_dirs(cfg.include_dirs);
@@ -213,9 +214,10 @@ struct Evaluator::Impl {
   }
 };
 
-Evaluator::Evaluator(const RewardConfig& cfg, const fs::path& store_path)
+Evaluator::Evaluator(const RewardConfig& cfg, const fs::path& store_path, int first_device)
     : impl_(std::make_unique<Impl>()) {
   impl_->cfg = cfg;
+  impl_->first_device = first_device;
   if (cfg.min_rounds > cfg.max_rounds)
     throw ConfigError("reward.min_rounds: " + std::to_string(cfg.min_rounds) +
                       " is above reward.max_rounds " + std::to_string(cfg.max_rounds));
@@ -465,7 +467,7 @@ std::vector<EvalResult> Evaluator::evaluate(const TaskSpec& task, const std::vec
       r.metrics["seed_base"] = req["seed_base"];
       r.metrics["worker_s"] = std::chrono::duration<double>(Clock::now() - started).count();
       if (r.passed() && gpu && (cfg.ncu || cfg.sanitizer)) {
-        auto extra = im.profile(so, task, static_cast<int>(w));
+        auto extra = im.profile(so, task, im.first_device + static_cast<int>(w));
         for (auto it = extra.begin(); it != extra.end(); ++it) r.metrics[it.key()] = it.value();
         if (extra.contains("sanitizer") && !extra["sanitizer"]["ok"].get<bool>()) {
           r.status = EvalStatus::wrong_answer;

@@ -31,7 +31,9 @@ struct EvalItem {
 
 class Evaluator {
  public:
-  Evaluator(const RewardConfig& cfg, const std::filesystem::path& store_path);
+  // GPU workers run on devices first_device, first_device + 1, ... (a data-parallel rank passes
+  // its LOCAL_RANK: its candidates are timed on its own GPU).
+  Evaluator(const RewardConfig& cfg, const std::filesystem::path& store_path, int first_device = 0);
   ~Evaluator();
   Evaluator(const Evaluator&) = delete;
   Evaluator& operator=(const Evaluator&) = delete;

@@ -41,7 +41,7 @@ std::vector<Rollout> sample_groups(LlamaModel& model, const Tokenizer& tokenizer
                                    const std::vector<PromptGroup>& groups, int64_t group_size,
                                    const SamplingConfig& sampling,
                                    const std::string& response_format, uint64_t seed,
-                                   int64_t* generated_tokens, double* seconds) {
+                                   int64_t* generated_tokens, double* seconds, int64_t first_row) {
   std::vector<std::vector<int64_t>> prompts;
   for (const auto& g : groups)
     for (int64_t i = 0; i < group_size; ++i) prompts.push_back(g.prompt_ids);
@@ -51,6 +51,7 @@ std::vector<Rollout> sample_groups(LlamaModel& model, const Tokenizer& tokenizer
   opts.top_k = sampling.top_k;
   opts.top_p = sampling.top_p;
   opts.seed = seed;
+  opts.row_offset = static_cast<uint64_t>(first_row);
   opts.stop_strings = {kEndMarker};
   const int64_t end_id = tokenizer.piece_to_id(kEndMarker);
   if (end_id != tokenizer.unk_id()) opts.eos_ids.push_back(end_id);

@@ -40,11 +40,12 @@ struct Rollout {
 PromptGroup make_prompt_group(const TaskSpec& task, PromptParts parts, const Tokenizer& tokenizer,
                               int64_t max_seq_len, int64_t max_new_tokens);
 
-// G completions for every group (rows ordered group by group), sampled with `seed`.
+// G completions for every group (rows ordered group by group), sampled with `seed`; the rows
+// draw as rows first_row, first_row + 1, ... of a larger batch (a data-parallel rank's share).
 std::vector<Rollout> sample_groups(LlamaModel& model, const Tokenizer& tokenizer,
                                    const std::vector<PromptGroup>& groups, int64_t group_size,
                                    const SamplingConfig& sampling, const std::string& response_format,
                                    uint64_t seed, int64_t* generated_tokens = nullptr,
-                                   double* seconds = nullptr);
+                                   double* seconds = nullptr, int64_t first_row = 0);
 
 }  // namespace kernelrl

@@ -119,6 +119,10 @@ void GradSync::finish() {
     }
     b.flat = torch::Tensor();
   }
+  // Ready for a step whose backward is never armed (a rank without rows starts every bucket here).
+  std::lock_guard<std::mutex> lock(m.mu);
+  m.next = 0;
+  for (auto& b : m.buckets) b.ready = 0;
 }
 
 int64_t GradSync::buckets() const { return static_cast<int64_t>(impl_->buckets.size()); }

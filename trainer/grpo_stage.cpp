@@ -24,8 +24,11 @@
 #include "reward/evaluator.h"
 #include "rollout/exemplar_store.h"
 #include "rollout/group_sampler.h"
+#include "trainer/distributed.h"
+#include "trainer/grad_sync.h"
 #include "trainer/grpo.h"
 #include "trainer/grpo_step.h"
+#include "trainer/rl_dist.h"
 #include "trainer/train_utils.h"
 
 namespace kernelrl {
@@ -177,7 +180,8 @@ class RlStage {
       std::mt19937_64 prng(mix(static_cast<uint64_t>(job_.run.seed), g / n));
       std::shuffle(perm.begin(), perm.end(), prng);
       const TaskSpec& task = round == 0 ? tasks_[perm[g % n]] : tasks_[extra() % n];
-      seed_pool(*exemplars_, *evaluator_, task, ro_.seed_exemplars);
+      if (dist::is_main()) seed_pool(*exemplars_, *evaluator_, task, ro_.seed_exemplars);
+      if (dist::group()) dist::group()->barrier();  // the pool's one writer is rank 0
       std::mt19937_64 erng(mix(seed, round * 100003 + j));
       PromptParts parts;
       parts.response_format = ro_.response_format;
@@ -196,8 +200,8 @@ class RlStage {
   std::vector<Rollout> sample(const std::vector<PromptGroup>& groups, uint64_t seed,
                               int64_t* generated, int64_t step) {
     model_->eval();
-    std::vector<Rollout> rollouts = sample_groups(sampler_, tok_, groups, ro_.group_size,
-                                                  ro_.sampling, ro_.response_format, seed, generated);
+    std::vector<Rollout> rollouts = sample_groups_sharded(sampler_, tok_, groups, ro_.group_size, ro_.sampling,
+                                                          ro_.response_format, seed, generated);
     if (ro_.demonstrations <= 0) return rollouts;
     for (size_t gi = 0; gi < groups.size(); ++gi) {
       auto best = exemplars_->pool(groups[gi].task.name, step, 1);
@@ -273,12 +277,14 @@ class RlStage {
   ScoreBatch to_evaluate(const std::vector<PromptGroup>& groups, const std::vector<Rollout>& rollouts) {
     ScoreBatch b;
     b.out.resize(rollouts.size());
+    const GroupRange mine = my_groups(groups.size());  // all of them in one process
     for (size_t i = 0; i < rollouts.size(); ++i) {
       const ParsedResponse& p = rollouts[i].parsed;
       const TaskSpec& task = groups[rollouts[i].group].task;
       b.out[i].reward = job_.reward.failed_reward;
       if (!p.ok) continue;
       b.out[i].parsed = true;
+      if (!mine.contains(rollouts[i].group)) continue;  // another rank's: its result is gathered
       if (ro_.reuse_evaluations)
         if (auto hit = evaluator_->cached_result(task, p.code)) {
           b.out[i].result = *hit;
@@ -299,6 +305,13 @@ class RlStage {
     t->time = lap(clock);
     std::vector<Scored>& out = b.out;
     for (size_t j = 0; j < results.size(); ++j) out[b.fresh_index[j]].result = std::move(results[j]);
+    if (dist::group()) {  // every rank's results: each rank holds the whole step from here on
+      const GroupRange mine = my_groups(groups.size());
+      std::vector<std::pair<size_t, EvalResult>> own;
+      for (size_t i = 0; i < rollouts.size(); ++i)
+        if (out[i].parsed && mine.contains(rollouts[i].group)) own.emplace_back(i, out[i].result);
+      for (auto& [i, r] : gather_results(own)) out[i].result = std::move(r);
+    }
     for (size_t i = 0; i < rollouts.size(); ++i) {
       Scored& s = out[i];
       if (!s.parsed) continue;
@@ -310,7 +323,7 @@ class RlStage {
       s.speedup = r.speedup;
       if (!s.passed) continue;
       const std::string& task = groups[rollouts[i].group].task.name;
-      exemplars_->add(task, {r.hash, rollouts[i].parsed.code, r.reward}, state_.step + 1);
+      if (dist::is_main()) exemplars_->add(task, {r.hash, rollouts[i].parsed.code, r.reward}, state_.step + 1);
       if (std::isfinite(s.speedup)) best_speedup_[task] = std::max(best_speedup_[task], s.speedup);
     }
     return std::move(out);
@@ -403,8 +416,8 @@ class RlStage {
       }
       t->prompts += lap(clock);
       int64_t gen = 0;
-      std::vector<Rollout> tr = sample_groups(sampler_, tok_, tg, 1, ro_.sampling, ro_.response_format,
-                                              mix(seed, 0x7000 + turn), &gen);
+      std::vector<Rollout> tr = sample_groups_sharded(sampler_, tok_, tg, 1, ro_.sampling, ro_.response_format,
+                                                      mix(seed, 0x7000 + turn), &gen);
       *generated += gen;
       t->generate += lap(clock);
       append_scored(tg, tr, groups, rollouts, scored, t);
@@ -497,7 +510,8 @@ class RlStage {
     model_->train();
     set_lr(*optimizer_, lr);
     RlBatch batch = make_rl_batch(groups, rollouts, tok_.pad_id());
-    torch::Tensor logp_old = rl_logprobs(model_, batch, stage_.batch_size);
+    const UpdateShard shard{dist::rank(), dist::world_size()};  // micro-batch k is rank k mod W's
+    torch::Tensor logp_old = rl_logprobs(model_, batch, stage_.batch_size, shard);
     for (size_t i = 0; i < rollouts.size(); ++i) {
       const auto& lp = rollouts[i].policy_logprobs;
       if (lp.empty()) continue;
@@ -507,9 +521,10 @@ class RlStage {
         throw std::logic_error("a row sampled a step ahead lost its log-probs' alignment");
       row.masked_scatter_(at, torch::tensor(lp, torch::kFloat32));
     }
-    torch::Tensor logp_ref = reference_ ? rl_logprobs(reference_, batch, stage_.batch_size) : torch::Tensor();
+    torch::Tensor logp_ref = reference_ ? rl_logprobs(reference_, batch, stage_.batch_size, shard) : torch::Tensor();
     GrpoUpdateStats upd = grpo_update(model_, *optimizer_, batch, adv.advantages, adv.valid, logp_old,
-                                      logp_ref, grpo_, stage_.batch_size, stage_.optimizer.grad_clip);
+                                      logp_ref, grpo_, stage_.batch_size, stage_.optimizer.grad_clip,
+                                      /*fused_adamw=*/true, grad_sync_.get(), shard);
     if (!upd.passes.empty()) refresh_sampler();
     return upd;
   }
@@ -578,7 +593,9 @@ class RlStage {
         {"overlap", ro_.overlap},
         {"update_s", t.update},
         {"step_s", step_s},
-        {"tokens_per_s", t.generate > 0 ? static_cast<double>(generated) / t.generate : 0.0}};
+        {"tokens_per_s", t.generate > 0 ? static_cast<double>(generated) / t.generate : 0.0},
+        {"candidates", static_cast<int64_t>(scored.size())},
+        {"advantages", advantages_of(adv)}};
     if (ro_.turns > 1) {  // per turn: correct rate and mean reward
       const size_t n = scored.size() / static_cast<size_t>(ro_.turns);
       for (int64_t k = 0; k < ro_.turns; ++k) {
@@ -603,9 +620,14 @@ class RlStage {
         state_.step == stage_.steps) {
       state_.extra = {{"smoother", smoother_.state()}, {"best_speedup", best_speedup_}};
       if (pending_) state_.extra["pending"] = pending_json(*pending_);
-      last_checkpoint_ = save_stage_checkpoint(ctx_.run_dir.checkpoints_dir(), stage_.name, model_,
-                                               shape_, tokenizer_path_, *optimizer_, state_,
-                                               job_.trainer.keep_checkpoints);
+      check_parameters("at step " + std::to_string(state_.step));
+      if (dist::is_main())  // the run directory's one writer; the others wait for it below
+        last_checkpoint_ = save_stage_checkpoint(ctx_.run_dir.checkpoints_dir(), stage_.name, model_,
+                                                 shape_, tokenizer_path_, *optimizer_, state_,
+                                                 job_.trainer.keep_checkpoints);
+      else
+        last_checkpoint_ = ctx_.run_dir.checkpoints_dir() / stage_.name / ("step_" + std::to_string(state_.step));
+      if (dist::group()) dist::group()->barrier();
     }
     crash_here_if_asked(stage_.name, state_.step);
   }
@@ -652,6 +674,15 @@ class RlStage {
   int64_t prompts_per_step() const {
     return std::min<int64_t>(ro_.prompts_per_step, static_cast<int64_t>(tasks_.size()));
   }
+  // Per row, for the metrics (and the data-parallel test: the same on any number of ranks).
+  static std::vector<double> advantages_of(const GroupAdvantages& adv) {
+    const torch::Tensor a = adv.advantages.to(torch::kCPU, torch::kFloat64).contiguous();
+    return std::vector<double>(a.data_ptr<double>(), a.data_ptr<double>() + a.numel());
+  }
+  // Data parallel: every rank's policy must be the same (a hash compared across ranks).
+  void check_parameters(const std::string& when) {
+    if (dist::group()) dist::group()->check_same("parameters " + when, dist::tensors_hash(model_->parameters()));
+  }
   void refresh_sampler() {  // the bf16 sampling copy follows the policy after every update
     if (!cuda_) return;
     torch::NoGradGuard ng;
@@ -681,6 +712,7 @@ class RlStage {
   std::string backend_;
   std::vector<TaskSpec> tasks_;
   std::unique_ptr<ExemplarStore> exemplars_;
+  std::unique_ptr<GradSync> grad_sync_;  // data parallel: the update's gradient all-reduce
   std::optional<Pending> pending_;  // rollout.overlap: the next step's rows, sampled ahead
   TensorBoardWriter tb_;
   Progress progress_;
@@ -715,7 +747,7 @@ RlStage::RlStage(StageContext& ctx)
                              torch::kFloat32)),
       tok_(tokenizer_of(start_, &tokenizer_path_)),
       smoother_(ctx.stage.grpo),
-      tb_(ctx.run_dir.root() / "tensorboard" / ctx.stage.name),
+      tb_(dist::is_main() ? ctx.run_dir.root() / "tensorboard" / ctx.stage.name : fs::path()),
       progress_(ctx.stage.kind + " " + ctx.stage.name, ctx.stage.steps) {
   // Policy, sampler, reference.
   const fs::path& init = ctx.init_checkpoint;
@@ -746,14 +778,24 @@ RlStage::RlStage(StageContext& ctx)
   });
   if (done()) return;  // resumed after its last step: nothing to evaluate
 
-  // Evaluator, tasks, exemplars.
+  // Evaluator, tasks, exemplars. Data parallel: each rank's evaluator worker runs on the rank's
+  // GPU; rank 0 creates the store's tables and is the exemplar pool's one writer.
   const fs::path store_path =
       job_.reward.store.empty() ? ctx.run_dir.root() / "results.sqlite" : fs::path(job_.reward.store);
-  evaluator_ = std::make_unique<Evaluator>(job_.reward, store_path);
+  dist::Group* group = dist::group();
+  if (group && !dist::is_main()) group->barrier();
+  const int local_rank = group ? group->local_rank() : 0;
+  evaluator_ = std::make_unique<Evaluator>(job_.reward, store_path,
+                                           cuda_device_count() > local_rank ? local_rank : 0);
   backend_ = evaluator_->backend();
   tasks_ = rl_stage_tasks(job_, stage_.kind, backend_);
   exemplars_ = std::make_unique<ExemplarStore>(store_path, stage_.name);
-  exemplars_->truncate_after(state_.step);
+  if (dist::is_main()) exemplars_->truncate_after(state_.step);
+  if (group && dist::is_main()) group->barrier();
+  if (group) {
+    check_parameters("at the start of stage " + stage_.name);
+    grad_sync_ = std::make_unique<GradSync>(*group, model_->parameters(), job_.run.dist.bucket_mb << 20);
+  }
   if (state_.extra.contains("pending")) {
     if (!ro_.overlap)
       KRL_LOG(warn) << "resuming with rollout.overlap: 0 from a checkpoint written with it on: "

@@ -5,6 +5,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "trainer/distributed.h"
+#include "trainer/grad_sync.h"
 #include "trainer/grpo.h"
 #include "trainer/train_utils.h"
 
@@ -38,13 +40,17 @@ RlBatch make_rl_batch(const std::vector<PromptGroup>& groups, const std::vector<
   return b;
 }
 
-torch::Tensor rl_logprobs(LlamaModel& model, const RlBatch& batch, int64_t micro) {
+torch::Tensor rl_logprobs(LlamaModel& model, const RlBatch& batch, int64_t micro, UpdateShard shard) {
   torch::NoGradGuard ng;
   const torch::Device dev = model->device();
   AutocastGuard ac(dev.is_cuda());
   std::vector<torch::Tensor> parts;
   for (int64_t s = 0; s < batch.tokens.size(0); s += micro) {
     const int64_t e = std::min<int64_t>(batch.tokens.size(0), s + micro);
+    if (!shard.mine(s / micro)) {
+      parts.push_back(torch::zeros({e - s, batch.tokens.size(1) - 1}, torch::kFloat32));
+      continue;
+    }
     parts.push_back(token_logprobs(model, batch.tokens.slice(0, s, e).to(dev),
                                    batch.attention.slice(0, s, e).to(dev))
                         .to(torch::kCPU));
@@ -56,7 +62,7 @@ GrpoUpdateStats grpo_update(LlamaModel& model, torch::optim::AdamW& optimizer, c
                             const torch::Tensor& advantages, const torch::Tensor& valid,
                             const torch::Tensor& logp_old, const torch::Tensor& logp_ref,
                             const GrpoConfig& grpo, int64_t micro, double grad_clip,
-                            bool fused_adamw) {
+                            bool fused_adamw, GradSync* sync, UpdateShard shard) {
   const torch::Device dev = model->device();
   const bool cuda = dev.is_cuda();
   // Rows of zero-spread groups carry no signal: out of the mask, so out of every aggregate.
@@ -72,6 +78,7 @@ GrpoUpdateStats grpo_update(LlamaModel& model, torch::optim::AdamW& optimizer, c
   struct Micro {
     int64_t s, e;
     double w_loss, w_tokens;
+    bool mine;  // this rank's (data parallel: micro-batch s/micro is rank (s/micro) mod W's)
   };
   const bool sequence_mean = grpo.loss_agg == "sequence-mean" || grpo.ratio_level == "sequence";
   std::vector<Micro> micros;
@@ -83,14 +90,19 @@ GrpoUpdateStats grpo_update(LlamaModel& model, torch::optim::AdamW& optimizer, c
     const double mb_rows = (m.sum(1) > 0).sum().item<double>();
     micros.push_back({s, e,
                       sequence_mean ? mb_rows / rows : mb_tokens / out.tokens,
-                      mb_tokens / out.tokens});
+                      mb_tokens / out.tokens, shard.mine(s / micro)});
   }
+  const Micro* last_mine = nullptr;  // its backward overlaps the gradient all-reduce
+  for (const auto& mb : micros)
+    if (mb.mine) last_mine = &mb;
 
   for (int64_t pass = 0; pass < grpo.updates_per_batch; ++pass) {
     optimizer.zero_grad();
     // Device-side sums of the logged numbers: [loss, clip, kl, entropy, ratio], then the norm.
     torch::Tensor sums = torch::zeros({5}, torch::TensorOptions().dtype(torch::kFloat32).device(dev));
     for (const auto& mb : micros) {
+      if (!mb.mine) continue;
+      if (sync && &mb == last_mine) sync->arm();
       const auto m = mask.slice(0, mb.s, mb.e).to(dev);
       torch::Tensor entropy;
       SurrogateTerms terms;
@@ -111,6 +123,10 @@ GrpoUpdateStats grpo_update(LlamaModel& model, torch::optim::AdamW& optimizer, c
                             terms.kl.to(torch::kFloat32) * mb.w_tokens,
                             mb_entropy.to(torch::kFloat32) * mb.w_tokens,
                             terms.ratio_mean.to(torch::kFloat32) * mb.w_tokens});
+    }
+    if (sync) {  // Σ over ranks: the single-process gradient and logged sums
+      sync->finish();
+      dist::group()->all_reduce_sum(sums);
     }
     const auto grads = parameter_grads(*model);
     const auto norm = grads.empty() ? torch::zeros({1}, sums.options())

@@ -26,9 +26,21 @@ struct RlBatch {
 RlBatch make_rl_batch(const std::vector<PromptGroup>& groups, const std::vector<Rollout>& rollouts,
                       int64_t pad_id);
 
+class GradSync;
+
+// Data-parallel split of the update: micro-batch k (rows [k·micro, (k+1)·micro)) is rank
+// k mod W's. The micro-batches and their weights are the single-process ones, so the summed
+// gradients are the single-process gradient (up to float summation order).
+struct UpdateShard {
+  int rank = 0;
+  int world = 1;
+  bool mine(int64_t micro_batch) const { return micro_batch % world == rank; }
+};
+
 // Per-token log-probs [N, T-1] of every row under `model`, in micro-batches of `micro` rows,
-// without gradients, on the CPU.
-torch::Tensor rl_logprobs(LlamaModel& model, const RlBatch& batch, int64_t micro);
+// without gradients, on the CPU; with a shard, the other ranks' micro-batches are left 0.
+torch::Tensor rl_logprobs(LlamaModel& model, const RlBatch& batch, int64_t micro,
+                          UpdateShard shard = {});
 
 // One optimizer pass's numbers (batch aggregates, as the loss aggregation weighs them).
 struct GrpoPassStats {
@@ -47,11 +59,13 @@ struct GrpoUpdateStats {
 // μ = grpo.updates_per_batch passes over `batch`. advantages [N] (rows of zero-spread groups
 // carry 0 and are masked out by `valid`), logp_old [N, T-1] (the sampling policy's log-probs),
 // logp_ref [N, T-1] or undefined (no KL). Throws before the optimizer step when the loss or the
-// gradient norm is not finite.
+// gradient norm is not finite. Data-parallel (`sync` given): this rank runs its shard's
+// micro-batches, the gradients (bucketed, overlapped with the last backward) and the logged
+// sums are all-reduced, and every rank clips and steps on the same numbers.
 GrpoUpdateStats grpo_update(LlamaModel& model, torch::optim::AdamW& optimizer, const RlBatch& batch,
                             const torch::Tensor& advantages, const torch::Tensor& valid,
                             const torch::Tensor& logp_old, const torch::Tensor& logp_ref,
                             const GrpoConfig& grpo, int64_t micro, double grad_clip,
-                            bool fused_adamw = true);
+                            bool fused_adamw = true, GradSync* sync = nullptr, UpdateShard shard = {});
 
 }  // namespace kernelrl

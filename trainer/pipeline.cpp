@@ -47,10 +47,6 @@ std::filesystem::path run_pipeline(const JobConfig& job, const PipelineOptions& 
   std::vector<StageRunner> runners;
   for (const auto* s : stages) {
     runners.push_back(stage_runner(s->kind));
-    if (dist::group() && s->kind != "pretrain")
-      throw NotAvailableError("stage \"" + s->name + "\" (kind " + s->kind +
-                              "): RL stages do not run with several ranks yet; run them in one "
-                              "process (--stages, without torchrun or --nproc)");
     if (!runners.back())
       throw NotAvailableError("stage \"" + s->name + "\" (kind " + s->kind +
                               "): its trainer is not built yet in this version of KernelRL");

@@ -1,6 +1,7 @@
 // Data-parallel ranks on the CPU (gloo) through the kernelrl binary: torchrun's variables are
-// checked with one-line errors; 2 ranks launched by the venv's torchrun pretrain with the loss
-// curve of 1 process at the same global batch; a 2-rank run stopped at a checkpoint resumes
+// checked with one-line errors; 2 ranks launched by the venv's torchrun run the debug pipeline
+// with the pretraining loss curve and the RL advantages of 1 process at the same global batch,
+// and resume it exactly; a 2-rank run stopped at a checkpoint resumes
 // exactly at 2 ranks and at 1 rank; a rank killed with SIGKILL ends the job within 60 s with a
 // line naming it (under `--nproc`, and under hand-started ranks where only the watchdog can
 // notice), and --resume completes the run.
@@ -157,6 +158,75 @@ TEST_F(Distributed, LaunchVariablesAreCheckedWithOneLine) {
 // here; the tolerance is 1e-4 relative (a wrong shard, denominator or a missing all-reduce
 // changes the loss at the 1e-2 level from step 2 on).
 constexpr double kParityRel = 1e-4;
+
+// configs/debug.yaml whole (pretrain, general_rl, hgemm_rl) on 2 gloo ranks launched by the
+// venv's torchrun, then in 1 process. Both share one results store, the 2-rank run first: the
+// 1-process run reuses its timings (host-backend timings differ run to run), so equal samples
+// get equal rewards. The pretraining loss curve agrees within kParityRel; every RL step's
+// advantages are the same numbers (the rows were sampled by their global index, rewards,
+// groups and smoothing were gathered before the advantages); the update's loss and gradient
+// norm agree within kParityRel. Then the 2-rank run stopped after hgemm_rl step 1 and resumed
+// at 2 ranks repeats the uninterrupted 2-rank records exactly.
+TEST_F(Distributed, TorchrunTwoRanksRunTheDebugPipelineWithTheAdvantagesOfOneProcess) {
+  if (torchrun().empty()) GTEST_SKIP() << "no torchrun beside " << kPython;
+  const fs::path one = *dir_ / "p1", two = *dir_ / "p2", cut = *dir_ / "p2cut";
+  // Kept short for CI: one general_rl step, no exemplars in the prompts (short update rows), and
+  // RL micro-batches of 4 rows, so the 8+ rows of a step are 2+ micro-batches: both ranks update.
+  auto whole = [&](const std::string& cmd) {
+    std::string c = cmd;
+    c.replace(c.find(" --stages pretrain"), std::string(" --stages pretrain").size(), "");
+    return c + " reward.store=" + (*dir_ / "shared.sqlite").string() +
+           " rollout.n_exemplars=0 trainer.stages.1.steps=1 trainer.stages.1.batch_size=4"
+           " trainer.stages.2.batch_size=4";
+  };
+  auto b = run_command(whole(torchrun_job("--run-dir " + two.string())));
+  ASSERT_EQ(b.exit_code, 0) << b.output;
+  auto a = run_command(whole(job("--run-dir " + one.string())));
+  ASSERT_EQ(a.exit_code, 0) << a.output;
+  auto pa = stage_records(one, "pretrain"), pb = stage_records(two, "pretrain");
+  ASSERT_EQ(pa.size(), 12u);
+  ASSERT_EQ(pb.size(), 12u);
+  for (size_t i = 0; i < pa.size(); ++i)
+    EXPECT_NEAR(pb[i]["loss"].get<double>(), pa[i]["loss"].get<double>(), kParityRel * pa[i]["loss"].get<double>())
+        << "pretrain step " << i + 1;
+  int64_t updates = 0;
+  for (const char* stage : {"general_rl", "hgemm_rl"}) {
+    SCOPED_TRACE(stage);
+    auto ra = stage_records(one, stage), rb = stage_records(two, stage);
+    const size_t steps = std::string(stage) == "general_rl" ? 1 : 2;
+    ASSERT_EQ(ra.size(), steps);
+    ASSERT_EQ(rb.size(), steps);
+    for (size_t i = 0; i < ra.size(); ++i) {
+      SCOPED_TRACE("step " + std::to_string(i + 1));
+      EXPECT_EQ(rb[i]["candidates"], ra[i]["candidates"]);
+      EXPECT_EQ(rb[i]["completion_len"], ra[i]["completion_len"]);
+      EXPECT_EQ(rb[i]["reward_mean"], ra[i]["reward_mean"]);
+      EXPECT_EQ(rb[i]["reward_smoothed_mean"], ra[i]["reward_smoothed_mean"]);
+      ASSERT_TRUE(ra[i]["advantages"].is_array());
+      EXPECT_EQ(rb[i]["advantages"], ra[i]["advantages"]);
+      for (const char* key : {"loss", "grad_norm", "kl", "entropy"})
+        EXPECT_NEAR(rb[i][key].get<double>(), ra[i][key].get<double>(),
+                    kParityRel * std::max(1e-6, std::abs(ra[i][key].get<double>())))
+            << key;
+      updates += rb[i]["updates"].get<int64_t>();
+    }
+  }
+  EXPECT_GT(updates, 0);  // the comparison covered steps that updated the policy
+
+  auto c = run_command("export KERNELRL_DEBUG_CRASH_AT=hgemm_rl:1 && " + whole(torchrun_job("--run-dir " + cut.string())));
+  ASSERT_NE(c.exit_code, 0) << c.output;
+  ASSERT_EQ(stage_records(cut, "hgemm_rl").size(), 1u);
+  auto d = run_command(whole(torchrun_job("--run-dir " + cut.string() + " --resume")));
+  ASSERT_EQ(d.exit_code, 0) << d.output;
+  for (const char* stage : {"pretrain", "general_rl", "hgemm_rl"}) {
+    SCOPED_TRACE(stage);
+    auto rb = stage_records(two, stage), rd = stage_records(cut, stage);
+    ASSERT_EQ(rb.size(), rd.size());
+    for (size_t i = 0; i < rb.size(); ++i)
+      for (const char* key : {"loss", "reward_mean", "grad_norm", "kl", "completion_len", "advantages"})
+        if (rb[i].contains(key)) EXPECT_EQ(rd[i][key], rb[i][key]) << key << " at step " << i + 1;
+  }
+}
 
 TEST_F(Distributed, TorchrunTwoRanksPretrainLikeOneProcessAndResumeAtEitherWorldSize) {
   if (torchrun().empty()) GTEST_SKIP() << "no torchrun beside " << kPython;
