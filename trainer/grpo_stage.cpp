@@ -154,6 +154,7 @@ class RlStage {
       PromptParts parts;
       parts.response_format = ro_.response_format;
       parts.backend = backend_;
+      parts.prompt_format = job_.model.prompt_format;
       parts.exemplars = sample_exemplars(exemplars_->pool(task.name, state_.step), ro_.n_exemplars,
                                          ro_.n_buckets, ro_.exemplar_temperature, erng);
       groups.push_back(make_prompt_group(task, parts, tok_, shape_.max_seq_len,
@@ -344,6 +345,7 @@ class RlStage {
     PromptParts parts;
     parts.response_format = ro_.response_format;
     parts.backend = backend_;
+    parts.prompt_format = job_.model.prompt_format;
     parts.previous_code = previous.parsed.ok ? previous.parsed.code : previous.text;
     parts.previous_verdict = verdict_of(verdict);
     for (int cut = 0;; ++cut) {
@@ -409,6 +411,10 @@ class RlStage {
     RlBatch batch = make_rl_batch(groups, rollouts, tok_.pad_id());
     torch::Tensor logp_old = rl_logprobs(model_, batch, stage_.batch_size);
     torch::Tensor logp_ref = reference_ ? rl_logprobs(reference_, batch, stage_.batch_size) : torch::Tensor();
+    if (lora_ && grpo_.kl_coef > 0) {  // LoRA: the KL reference is the base, adapters off
+      LoraOff base(model_);
+      logp_ref = rl_logprobs(model_, batch, stage_.batch_size);
+    }
     GrpoUpdateStats upd = grpo_update(model_, *optimizer_, batch, adv.advantages, adv.valid, logp_old,
                                       logp_ref, grpo_, stage_.batch_size, stage_.optimizer.grad_clip);
     if (!upd.passes.empty()) refresh_sampler();
@@ -512,7 +518,7 @@ class RlStage {
     return std::min<int64_t>(ro_.prompts_per_step, static_cast<int64_t>(tasks_.size()));
   }
   void refresh_sampler() {  // the bf16 sampling copy follows the policy after every update
-    if (!cuda_) return;
+    if (sampler_.ptr() == model_.ptr()) return;  // CPU, or LoRA: no copy
     torch::NoGradGuard ng;
     auto src = model_->named_parameters();
     for (auto& p : sampler_->named_parameters()) p.value().copy_(src[p.key()]);
@@ -530,6 +536,7 @@ class RlStage {
   fs::path tokenizer_path_;
   Tokenizer tok_;
   LlamaModel model_{nullptr}, sampler_{nullptr}, reference_{nullptr};
+  bool lora_ = false;  // adapters over a frozen base: one copy samples, trains and is the reference
   ModelShape shape_;
   std::unique_ptr<torch::optim::AdamW> optimizer_;
   TrainState state_;
@@ -549,9 +556,16 @@ fs::path resume_dir_of(StageContext& ctx) {
                       : std::nullopt;
   if (ctx.init_checkpoint.empty() && !d)
     throw UserError("stage \"" + ctx.stage.name + "\" (" + ctx.stage.kind +
-                    ") starts from a policy checkpoint: put a pretrain stage before it in "
-                    "trainer.stages, or run that stage first in this run directory");
+                    ") starts from a policy checkpoint: set model.hf_path to a pretrained "
+                    "checkpoint, put a pretrain stage before it in trainer.stages, or run that "
+                    "stage first in this run directory");
   return d ? *d : fs::path();
+}
+
+// The policy's dtype as loaded: fp32 master weights, except a LoRA base on CUDA, frozen in
+// bf16 (its fp32 adapters are the only master weights; model/checkpoint.h).
+torch::Dtype policy_dtype(const StageContext& ctx, const torch::Device& device) {
+  return ctx.job.model.lora.rank > 0 && device.is_cuda() ? torch::kBFloat16 : torch::kFloat32;
 }
 
 Tokenizer tokenizer_of(const Checkpoint& c, fs::path* path) {
@@ -570,7 +584,7 @@ RlStage::RlStage(StageContext& ctx)
       cuda_(device_.is_cuda()),
       resume_dir_(resume_dir_of(ctx)),
       start_(load_checkpoint(resume_dir_.empty() ? ctx.init_checkpoint : resume_dir_, device_,
-                             torch::kFloat32)),
+                             policy_dtype(ctx, device_))),
       tok_(tokenizer_of(start_, &tokenizer_path_)),
       smoother_(ctx.stage.grpo),
       tb_(ctx.run_dir.root() / "tensorboard" / ctx.stage.name),
@@ -579,14 +593,19 @@ RlStage::RlStage(StageContext& ctx)
   const fs::path& init = ctx.init_checkpoint;
   model_ = start_.model;
   shape_ = model_->shape();
-  if (grpo_.kl_coef > 0) {
+  model_->set_activation_checkpointing(job_.model.activation_checkpointing);
+  if (job_.model.lora.rank > 0 && !model_->has_lora())  // the base stays where it was read
+    add_lora_adapters(model_, job_.model.lora, static_cast<uint64_t>(job_.run.seed),
+                      start_.dir.string());
+  lora_ = model_->has_lora();
+  if (grpo_.kl_coef > 0 && !lora_) {
     // The frozen reference is the stage's starting policy (the previous stage's result).
     reference_ = load_checkpoint(init.empty() ? start_.dir : init, device_, torch::kFloat32).model;
     reference_->eval();
     for (auto& p : reference_->parameters()) p.requires_grad_(false);
   }
   // Sampling on CUDA runs a bf16 copy refreshed after every update; on the CPU the policy itself.
-  sampler_ = cuda_ ? load_checkpoint(start_.dir, device_, torch::kBFloat16).model : model_;
+  sampler_ = cuda_ && !lora_ ? load_checkpoint(start_.dir, device_, torch::kBFloat16).model : model_;
   optimizer_ = make_adamw(*model_, stage_.optimizer);
   if (!resume_dir_.empty()) {
     state_ = load_train_state(resume_dir_, *optimizer_);
@@ -617,6 +636,9 @@ RlStage::RlStage(StageContext& ctx)
   if (backend_ == "host" && stage_.kind == "hgemm_rl")
     KRL_LOG(warn) << "no GPU: HGEMM candidates are C++ kernels timed on the CPU (host backend); "
                      "CUDA kernels need a GPU";
+  if (job_.model.prompt_format != "raw" && ro_.response_format != "code")
+    throw ConfigError("rollout.response_format: a chat model.prompt_format (" +
+                      job_.model.prompt_format + ") asks for a fenced code block: use code");
   if (ro_.demonstrations > 0 && ro_.response_format != "code")
     throw ConfigError("rollout.demonstrations: needs rollout.response_format: code");
   if (ro_.turns > 1 && (ro_.demonstrations > 0 || ro_.dynamic_sampling_rounds > 0))
