@@ -71,6 +71,7 @@ void seed_pool(ExemplarStore& pool, Evaluator& ev, const TaskSpec& task, int64_t
 // step still waited for it after generating; wall is the step's wall-clock time.
 struct StepTimes {
   double prompts = 0, generate = 0, compile = 0, compile_wait = 0, time = 0, update = 0, wall = 0;
+  int64_t tokens = 0;  // tokens generated within this step's wall time (the next step's too)
 };
 
 // Rows sampled a step ahead (rollout.overlap): the next step's prompts and completions, with
@@ -124,11 +125,11 @@ class RlStage {
     auto clock = Clock::now();
     std::vector<PromptGroup> groups;
     std::vector<Rollout> rollouts;
-    int64_t generated = 0;
+    int64_t generated = 0, inherited = 0;
     if (pending_) {  // sampled a step ahead, by the policy before the last update
       groups = std::move(pending_->groups);
       rollouts = std::move(pending_->rollouts);
-      generated = pending_->generated;
+      generated = inherited = pending_->generated;
       pending_.reset();
     } else {
       groups = pick_prompts(seed, 0, prompts_per_step(), state_.step);
@@ -148,8 +149,9 @@ class RlStage {
     GrpoUpdateStats upd = update(groups, rollouts, adv, lr);
     t.update = lap(clock);
     t.wall = since(step_start);
+    t.tokens += generated - inherited;
     ++state_.step;
-    log(rollouts, scored, smoothed, adv, upd, lr, t, generated, rounds);
+    log(rollouts, scored, smoothed, adv, upd, lr, t, rounds);
     checkpoint_if_due();
   }
 
@@ -256,6 +258,7 @@ class RlStage {
       throw;
     }
     t->generate += lap(clock);
+    t->tokens += ahead.generated;
     t->compile = compiled.get();
     t->compile_wait = lap(clock);
     pending_ = std::move(ahead);
@@ -518,7 +521,7 @@ class RlStage {
   //    ratio_mean and grad_norm are pass 0's (on-policy); *_last the last pass's when μ > 1.
   void log(const std::vector<Rollout>& rollouts, const std::vector<Scored>& scored,
            const std::vector<double>& smoothed, const GroupAdvantages& adv,
-           const GrpoUpdateStats& upd, double lr, const StepTimes& t, int64_t generated,
+           const GrpoUpdateStats& upd, double lr, const StepTimes& t,
            int64_t resample_rounds) {
     auto rate = [&](auto pred) {
       double n = 0;
@@ -578,7 +581,7 @@ class RlStage {
         {"overlap", ro_.overlap},
         {"update_s", t.update},
         {"step_s", step_s},
-        {"tokens_per_s", t.generate > 0 ? static_cast<double>(generated) / t.generate : 0.0}};
+        {"tokens_per_s", t.generate > 0 ? static_cast<double>(t.tokens) / t.generate : 0.0}};
     if (ro_.turns > 1) {  // per turn: correct rate and mean reward
       const size_t n = scored.size() / static_cast<size_t>(ro_.turns);
       for (int64_t k = 0; k < ro_.turns; ++k) {
@@ -755,16 +758,18 @@ RlStage::RlStage(StageContext& ctx)
   exemplars_ = std::make_unique<ExemplarStore>(store_path, stage_.name);
   exemplars_->truncate_after(state_.step);
   if (state_.extra.contains("pending")) {
-    if (!ro_.overlap)
+    if (!ro_.overlap) {
       KRL_LOG(warn) << "resuming with rollout.overlap: 0 from a checkpoint written with it on: "
                        "the rows sampled ahead are trained on first";
+    }
     pending_ = pending_from(state_.extra.at("pending"));
   }
   KRL_LOG(info) << "stage " << stage_.name << ": " << tasks_.size() << " tasks on the " << backend_
                 << " backend (" << evaluator_->device_name() << "), policy " << shape_.describe();
-  if (backend_ == "host" && stage_.kind == "hgemm_rl")
+  if (backend_ == "host" && stage_.kind == "hgemm_rl") {
     KRL_LOG(warn) << "no GPU: HGEMM candidates are C++ kernels timed on the CPU (host backend); "
                      "CUDA kernels need a GPU";
+  }
   if (ro_.demonstrations > 0 && ro_.response_format != "code")
     throw ConfigError("rollout.demonstrations: needs rollout.response_format: code");
   if (ro_.turns > 1 && (ro_.demonstrations > 0 || ro_.dynamic_sampling_rounds > 0))
