@@ -12,7 +12,9 @@
 #include <CLI/CLI.hpp>
 
 #include <atomic>
+#include <chrono>
 #include <cmath>
+#include <ctime>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -55,14 +57,18 @@ int main(int argc, char** argv) {
   CLI::App app{"Evaluator device-timing trust benchmark"};
   std::string shapes = "64,128,256,512,768,1024,1536,2048,3072,4096,8192,16384", out = "trust";
   std::string busy_shapes = "256,1024";
-  std::string cache_dir, sandbox = "auto";
-  int busy_sources = 48;
+  std::string cache_dir, sandbox = "auto", repeat_shapes;
+  int busy_sources = 48, repeats = 4;
   app.add_option("--shapes", shapes, "comma-separated cube sizes");
   app.add_option("--busy-shapes", busy_shapes, "shapes re-measured beside a compile batch");
   app.add_option("--busy-sources", busy_sources, "distinct sources compiled in the busy phase");
   app.add_option("--out", out, "output directory");
   app.add_option("--cache-dir", cache_dir, "compile cache");
   app.add_option("--sandbox", sandbox, "worker sandbox: auto | on | off (a diagnostic control)");
+  app.add_option("--repeat-shapes", repeat_shapes,
+                 "only: evaluate the kernel --repeats times per shape in one worker, every "
+                 "contender's time per evaluation (-> DIR/repeat.csv)");
+  app.add_option("--repeats", repeats, "evaluations per shape for --repeat-shapes");
   CLI11_PARSE(app, argc, argv);
   fs::create_directories(out);
   const std::string kernel = mma_kernel();
@@ -77,6 +83,39 @@ int main(int argc, char** argv) {
   cfg.sandbox = sandbox;
   if (!cache_dir.empty()) cfg.cache_dir = cache_dir;
   Evaluator ev(cfg, fs::path(out) / "trust.sqlite");
+  if (!repeat_shapes.empty()) {  // evaluation-to-evaluation drift inside one worker
+    std::ostringstream rep;
+    rep << "M,evaluation,candidate_us";
+    for (const auto& b : report_baseline_names()) rep << "," << b << "_us";
+    rep << "\n";
+    for (int64_t s : parse_list(repeat_shapes))
+      for (int i = 1; i <= repeats; ++i) {
+        auto stamp = [] {  // wall clock, to line evaluations up with an nvidia-smi clock log
+          auto now = std::chrono::system_clock::now();
+          std::time_t t = std::chrono::system_clock::to_time_t(now);
+          auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
+          char buf[32];
+          std::strftime(buf, sizeof buf, "%H:%M:%S", std::gmtime(&t));
+          return std::string(buf) + "." + std::to_string(1000 + ms).substr(1);
+        };
+        const std::string t0 = stamp();
+        EvalResult r = ev.evaluate_one(hgemm_task(s, s, s, "nn"), kernel);
+        rep << s << "," << i << "," << r.cand.median_us;
+        std::printf("repeat %lld eval %d [%s - %s]: candidate %.2f", static_cast<long long>(s), i,
+                    t0.c_str(), stamp().c_str(), r.cand.median_us);
+        for (const auto& b : report_baseline_names()) {
+          auto it = r.baselines.find(b);
+          double us = it != r.baselines.end() ? it->second.median_us : 0;
+          rep << "," << us;
+          std::printf(" %s %.2f", b.c_str(), us);
+        }
+        rep << "\n";
+        std::printf("\n");
+        std::fflush(stdout);
+      }
+    atomic_write(fs::path(out) / "repeat.csv", rep.str());
+    return 0;
+  }
   std::ostringstream csv;
   csv << "M,N,K,status,run1_us,run2_us,repeat_diff_pct,run1_cv,lt_auto_us,lt_auto_cv,lt_auto_call_us";
   for (const auto& b : report_baseline_names()) csv << "," << b << "_us," << b << "_cv";

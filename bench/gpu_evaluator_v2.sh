@@ -36,9 +36,10 @@ if [[ ,$phases, == *,trust,* ]]; then
   "$build/bench/bench_timing_trust" --shapes "$shapes" --out "$out/trust" --busy-shapes 256,1024 \
     --busy-sources 48 2>&1 | grep -v "^20..-..-.. " | tee "$out/trust.log"
   /tmp/bench_lt_graph --shapes "$shapes" --layout nn --rounds 15 > "$out/lt_graph2.csv"
-  # Control: the same kernel twice and lt-auto with the worker's sandbox off, a few shapes.
-  "$build/bench/bench_timing_trust" --shapes 64,256,1024 --out "$out/trust-nosandbox" --busy-shapes "" \
-    --sandbox off 2>&1 | grep -v "^20..-..-.. " | sed 's/^/sandbox-off: /' | tee "$out/trust-nosandbox.log"
+  # Drift between evaluations in one worker: the kernel evaluated 4 times per shape, every
+  # contender's device time per evaluation.
+  "$build/bench/bench_timing_trust" --repeat-shapes 64,256,1024 --repeats 4 --out "$out/repeat" \
+    2>&1 | grep "^repeat" | tee "$out/repeat.log"
   python3 - "$out" <<'PY'
 import csv, sys, os
 out = sys.argv[1]

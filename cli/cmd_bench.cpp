@@ -3,6 +3,7 @@
 // per shape (speedup per baseline, like the paper's tables) plus a summary (mean, median, wins).
 // Resumable: a shape whose kernel (same content hash) is already in the store is not re-run.
 // File naming, resume and evaluation are reward/kernel_dir.h's (shared with `catalog build`).
+// With --families instead of --kernels: the family grid sweep (cli/bench_families.h).
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
@@ -10,6 +11,7 @@
 #include <numeric>
 #include <sstream>
 
+#include "cli/bench_families.h"
 #include "cli/commands.h"
 #include "common/error.h"
 #include "common/fs.h"
@@ -38,8 +40,39 @@ void register_bench(CLI::App& app) {
     bool refresh = false;
   };
   auto o = std::make_shared<Opts>();
+  auto fam = std::make_shared<FamilySweepOptions>();
   auto* sub = app.add_subcommand("bench", "Benchmark per-shape kernels over the HGEMM grid");
-  sub->add_option("--kernels", o->kernels, "directory of {M}_{N}_{K}.cu kernels")->required();
+  auto* kernels_opt =
+      sub->add_option("--kernels", o->kernels, "directory of {M}_{N}_{K}.cu kernels");
+  auto* families_opt = sub->add_option(
+      "--families", fam->families,
+      "family sweep instead of --kernels: comma-separated HGEMM families (e.g. "
+      "hgemm_wgmma,hgemm_cutlass), a pruned per-shape set of each (data/family_portfolio.h)");
+  kernels_opt->excludes(families_opt);
+  sub->add_option("--per-family", fam->per_family,
+                  "family sweep: variants per family per shape (0 = the family's whole "
+                  "candidate list)");
+  sub->add_option("--time-budget-s", fam->time_budget_s,
+                  "family sweep: start no new shape after this many seconds (0 = no limit)");
+  sub->add_option("--order", fam->order, "family sweep: spread (size-spread order) | grid")
+      ->check(CLI::IsMember({"spread", "grid"}));
+  sub->add_option("--sms", fam->sms, "family sweep: SMs the pruning model assumes")
+      ->check(CLI::Range(1, 1024));
+  sub->add_option("--seeds", fam->seeds, "family sweep: correctness seeds per variant")
+      ->check(CLI::Range(1, 100));
+  sub->add_option("--min-rounds", fam->min_rounds, "family sweep: timed rounds, at least")
+      ->check(CLI::Range(1, 100000));
+  sub->add_option("--max-rounds", fam->max_rounds, "family sweep: timed rounds, at most")
+      ->check(CLI::Range(1, 100000));
+  sub->add_option("--timing-budget-ms", fam->timing_budget_ms,
+                  "family sweep: rounds = clamp(budget / slowest contender, min, max)")
+      ->check(CLI::PositiveNumber);
+  sub->add_option("--compile-timeout-s", fam->compile_timeout_s,
+                  "family sweep: compile timeout per variant")
+      ->check(CLI::PositiveNumber);
+  sub->add_option("--compile-jobs", fam->compile_jobs,
+                  "family sweep: parallel compiles (0 = cores)")
+      ->check(CLI::Range(0, 1024));
   sub->add_option("--grid", o->grid, "full | small | llm | FILE of `MxNxK [nn|tn] [f32|f16]` lines");
   sub->add_option("--out", o->out, "CSV of speedups per baseline");
   auto* layout_opt = sub->add_option("--layout", o->layout, "nn | tn (default: as the grid says, nn)")
@@ -48,10 +81,23 @@ void register_bench(CLI::App& app) {
       ->check(CLI::IsMember({"device", "call", "server"}));
   sub->add_option("--l2", o->l2, "cold | hot")->check(CLI::IsMember({"cold", "hot"}));
   sub->add_option("--backend", o->backend, "auto | gpu | host")->check(CLI::IsMember({"auto", "gpu", "host"}));
-  sub->add_option("--store", o->store, "results store (default <kernels>/bench.sqlite)");
+  sub->add_option("--store", o->store, "results store (default <kernels>/bench.sqlite; family sweep: the CSV with .sqlite)");
   sub->add_option("--cache-dir", o->cache_dir, "compile cache (default ~/.cache/kernelrl)");
   sub->add_flag("--refresh", o->refresh, "re-run shapes already in the store, re-measure baselines");
-  sub->callback([o, layout_opt] {
+  sub->callback([o, fam, layout_opt, families_opt, sub] {
+    if (families_opt->count() > 0) {
+      fam->grid = o->grid;
+      if (layout_opt->count() > 0) fam->layout = o->layout;
+      fam->out = sub->get_option("--out")->count() > 0 ? o->out : "family_grid.csv";
+      fam->backend = o->backend;
+      fam->timing = o->timing;
+      fam->l2 = o->l2;
+      fam->store = o->store;
+      fam->cache_dir = o->cache_dir;
+      exit_code = run_family_sweep(*fam);
+      return;
+    }
+    if (o->kernels.empty()) throw UserError("bench: pass --kernels DIR or --families F1,F2");
     if (!fs::is_directory(o->kernels))
       throw UserError("--kernels: " + o->kernels + " is not a directory");
     std::vector<TaskSpec> tasks = hgemm_grid(o->grid);  // full | small | llm | file

@@ -78,6 +78,10 @@ const std::vector<FamilyInfo>& kernel_families() {
        "sm_90a wgmma + TMA multistage mbarrier pipeline, producer/consumer warpgroups, "
        "persistent rastered tiles, 2-CTA multicast clusters, TMA-store epilogue, split-K",
        "sm_90a"},
+      {"hgemm_cutlass", "hgemm", "cuda",
+       "sm_90a CUTLASS 3.x collective builders: TMA warp-specialized cooperative and ping-pong "
+       "schedules, stream-K, tile, cluster and raster knobs",
+       "sm_90a"},
       {"hgemm_host", "hgemm", "host", "cache-blocked C++ with fp16 bit conversions", ""},
       {"elementwise", "general", "cuda,host", "activations and binary elementwise ops", ""},
       {"reduction", "general", "cuda,host", "row/column/all reductions, argmax/argmin, cumsum", ""},
@@ -216,6 +220,17 @@ Triplet variant_triplet(const KernelVariant& v) {
            "whose row addresses come from lanes 8i..8i+7; .trans transposes each. cp.async.cg "
            "copies 16 bytes global->shared asynchronously; commit_group/wait_group N bound the "
            "copies in flight.";
+  if (v.family == "hgemm_cutlass")
+    ctx << "\nCUTLASS 3.x (the evaluator's CUTLASS 4.2 headers, nvcc --expt-relaxed-constexpr, "
+           "sm_90a): gemm::collective::CollectiveBuilder<Arch, OpClass, ElementA, LayoutA, "
+           "AlignmentA, ElementB, LayoutB, AlignmentB, ElementAccumulator, TileShape_MNK, "
+           "ClusterShape_MNK, StageCount, KernelSchedule>; epilogue::collective::"
+           "CollectiveBuilder<Arch, OpClass, TileShape_MNK, ClusterShape_MNK, EpilogueTile, "
+           "ElementAccumulator, ElementCompute, ElementC (void: no source), LayoutC, AlignmentC, "
+           "ElementD, LayoutD, AlignmentD, EpilogueSchedule>; gemm::kernel::GemmUniversal<"
+           "ProblemShape, CollectiveMainloop, CollectiveEpilogue, TileScheduler>; "
+           "device::GemmUniversalAdapter<Kernel>::run(arguments, workspace, stream). Strides "
+           "are (rows, columns, batch) with B viewed as N x K.";
   t.context = ctx.str();
   t.code = v.source;
   t.source = "family:" + v.family;

@@ -5,10 +5,13 @@
 //   (mma.sync m16n8k16 + ldmatrix + multi-stage cp.async, XOR-swizzled shared memory, grouped
 //   block rasterization, split-K, and a main loop with register-double-buffered fragments),
 //   hgemm_wgmma (sm_90a only: wgmma + TMA + mbarrier pipeline, warp-specialized, persistent;
-//   its body is kernels/hgemm_wgmma.cuh, embedded at build time); HGEMM (host): hgemm_host. General (CUDA and host, one variant
-//   set per general task op): elementwise, reduction, softmax, norm, transpose, gather_scatter,
-//   matmul. Generated sources carry their own copy of the ABI struct under the include guard
-//   KERNELRL_KERNEL_ABI_H, so they compile alone or after reward/kernel_abi.h.
+//   its body is kernels/hgemm_wgmma.cuh, embedded at build time), hgemm_cutlass (sm_90a only:
+//   CUTLASS 3.x collective builders, cooperative / ping-pong / stream-K; its body is
+//   kernels/hgemm_cutlass.cuh, compiled against the evaluator's CUTLASS headers); HGEMM (host):
+//   hgemm_host. General (CUDA and host, one variant set per general task op): elementwise,
+//   reduction, softmax, norm, transpose, gather_scatter, matmul. Generated sources carry their
+//   own copy of the ABI struct under the include guard KERNELRL_KERNEL_ABI_H, so they compile
+//   alone or after reward/kernel_abi.h.
 // Contract per task kind: HGEMM: inputs[0]=A (MxK row-major fp16), inputs[1]=B (KxN row-major
 // for nn, column-major for tn), outputs[0]=C (MxN row-major fp16), dims={M,N,K}; general: inputs
 // and outputs in the op's order (task_ops.h), dims = the op's sizes in order, params baked in as

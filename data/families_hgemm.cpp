@@ -922,6 +922,7 @@ void finish_host(KernelVariant& v) {
 
 std::vector<KernelVariant> hgemm_family_variants(const std::string& family) {
   if (family == "hgemm_wgmma") return families::hgemm_wgmma_variants();
+  if (family == "hgemm_cutlass") return families::hgemm_cutlass_variants();
   std::vector<KernelVariant> out;
   for (const std::string layout : {"nn", "tn"})
     for (const std::string acc : {"f32", "f16"}) {

@@ -24,5 +24,7 @@ std::string hgemm_contract(const std::string& layout, const std::string& acc);
 
 // hgemm_wgmma's variants (families_hgemm_wgmma.cpp), both layouts, fp32 accumulation.
 std::vector<KernelVariant> hgemm_wgmma_variants();
+// hgemm_cutlass's variants (families_hgemm_cutlass.cpp), both layouts, fp32 accumulation.
+std::vector<KernelVariant> hgemm_cutlass_variants();
 
 }  // namespace kernelrl::families

@@ -27,6 +27,9 @@ struct Rollout {
   size_t group = 0;                    // index into the PromptGroup list
   std::vector<int64_t> completion;     // sampled token ids
   std::vector<float> sample_logprobs;  // under the sampling policy, before temperature/top-k/p
+  // Per completion token, under the training forward of the policy that sampled the row, when
+  // the row was sampled a step ahead (rollout.overlap); empty: the update computes π_old itself.
+  std::vector<float> policy_logprobs;
   std::string text;
   std::string finish_reason;  // eos | stop | length
   ParsedResponse parsed;

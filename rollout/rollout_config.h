@@ -40,6 +40,9 @@ struct RolloutConfig {
   int64_t turns = 1;               // multi-turn refinement: turns per trajectory; after each
                                    // turn the policy sees its code and the evaluator's verdict
   double turn_discount = 0.4;      // γ: a turn's return is r_k + γ·r_{k+1} + γ²·r_{k+2} + ...
+  int64_t overlap = 0;             // 1: while step t's candidates compile, the policy generates
+                                   // step t+1 (one step off-policy: the update's ratio is taken
+                                   // against the log-probs of the policy that sampled the rows)
   SamplingConfig sampling;
 
   void visit(cfg::Visitor& v) {
@@ -62,6 +65,9 @@ struct RolloutConfig {
     v.field("turns", turns, "multi-turn refinement: turns per trajectory (1 = single turn)",
             cfg::at_least(1));
     v.field("turn_discount", turn_discount, "γ of a turn's return over later turns",
+            cfg::in_closed(0, 1));
+    v.field("overlap", overlap,
+            "1: generate step t+1 while step t's candidates compile (one step off-policy); 0 = off",
             cfg::in_closed(0, 1));
     v.section("sampling", sampling, "sampling parameters");
   }

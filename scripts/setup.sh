@@ -4,7 +4,8 @@
 #     nlohmann-json, SQLite, PCRE2 and utf8proc for HF tokenizer.json) through apt-get (sudo
 #     only when not root);
 #   - a project virtual environment .venv with PyTorch 2.11 (whose wheel carries LibTorch)
-#     and, with --test, the Python packages tests compare against (transformers, safetensors);
+#     and, with --test, the Python packages tests compare against (transformers, safetensors)
+#     and matplotlib (bench/plot_family_grid.py, tested);
 #   - configures and builds the project into build/ (Release).
 # A second run skips what is already there and only rebuilds what changed.
 set -euo pipefail
@@ -51,8 +52,8 @@ if [[ "$have_cutlass" != "$cutlass_version" ]]; then
   .venv/bin/python -m pip install -q --no-deps "nvidia-cutlass==$cutlass_version"
 fi
 if ((with_test)); then
-  .venv/bin/python -c 'import transformers, safetensors, tensorboard' 2>/dev/null ||
-    .venv/bin/python -m pip install -q "transformers>=4.45" safetensors tensorboard
+  .venv/bin/python -c 'import transformers, safetensors, tensorboard, matplotlib' 2>/dev/null ||
+    .venv/bin/python -m pip install -q "transformers>=4.45" safetensors tensorboard matplotlib
 fi
 
 torch_prefix=$(.venv/bin/python -c 'import torch; print(torch.utils.cmake_prefix_path)')

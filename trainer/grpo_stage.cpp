@@ -6,8 +6,10 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <future>
 #include <map>
 #include <memory>
+#include <optional>
 #include <random>
 
 #include "common/error.h"
@@ -41,8 +43,7 @@ struct Scored {
   double reward = 0;         // r from the evaluator (or failed_reward)
   bool parsed = false, compiled = false, passed = false;
   double speedup = 0;
-  std::string status;
-  EvalResult result;
+  EvalResult result;         // empty when the response held no code
 };
 
 // Seeds an empty exemplar pool with evaluated kernel-family variants (step 0): n of them taken
@@ -65,8 +66,21 @@ void seed_pool(ExemplarStore& pool, Evaluator& ev, const TaskSpec& task, int64_t
 }
 
 // Wall-clock split of one step (seconds), logged with the metrics.
+// With rollout.overlap the next step's generation runs beside this step's compiles: generate
+// is then that generation, compile the compile pool's own wall time, and compile_wait what the
+// step still waited for it after generating; wall is the step's wall-clock time.
 struct StepTimes {
-  double prompts = 0, generate = 0, compile = 0, time = 0, update = 0;
+  double prompts = 0, generate = 0, compile = 0, compile_wait = 0, time = 0, update = 0, wall = 0;
+  int64_t tokens = 0;  // tokens generated within this step's wall time (the next step's too)
+};
+
+// Rows sampled a step ahead (rollout.overlap): the next step's prompts and completions, with
+// π_old of every row under the policy that sampled them. Carried in checkpoints, so a resumed
+// run trains on the same rows.
+struct Pending {
+  std::vector<PromptGroup> groups;
+  std::vector<Rollout> rollouts;
+  int64_t generated = 0;
 };
 
 }  // namespace
@@ -102,16 +116,30 @@ class RlStage {
 
   // One step, top to bottom (issue 14):
   //   pick prompts → sample groups → score → advantages → update → metrics / checkpoint.
+  //   With rollout.overlap = 1 the step's rows were sampled during the previous step, and this
+  //   step samples the next one's while its own candidates compile (score_overlapped).
   void step() {
     StepTimes t;
-    const uint64_t seed = step_seed();
+    const auto step_start = Clock::now();
+    const uint64_t seed = step_seed(state_.step);
     auto clock = Clock::now();
-    std::vector<PromptGroup> groups = pick_prompts(seed, 0, prompts_per_step());
-    t.prompts = lap(clock);
-    int64_t generated = 0;
-    std::vector<Rollout> rollouts = sample(groups, seed, &generated);
-    t.generate = lap(clock);
-    std::vector<Scored> scored = score(groups, rollouts, &t);
+    std::vector<PromptGroup> groups;
+    std::vector<Rollout> rollouts;
+    int64_t generated = 0, inherited = 0;
+    if (pending_) {  // sampled a step ahead, by the policy before the last update
+      groups = std::move(pending_->groups);
+      rollouts = std::move(pending_->rollouts);
+      generated = inherited = pending_->generated;
+      pending_.reset();
+    } else {
+      groups = pick_prompts(seed, 0, prompts_per_step(), state_.step);
+      t.prompts = lap(clock);
+      rollouts = sample(groups, seed, &generated, state_.step);
+      t.generate = lap(clock);
+    }
+    std::vector<Scored> scored = ro_.overlap && state_.step + 1 < stage_.steps
+                                     ? score_overlapped(groups, rollouts, &t)
+                                     : score(groups, rollouts, &t);
     const int64_t rounds = resample_flat_groups(seed, &groups, &rollouts, &scored, &t, &generated);
     refine(seed, &groups, &rollouts, &scored, &t, &generated);
     clock = Clock::now();
@@ -120,8 +148,10 @@ class RlStage {
     const double lr = scheduled_lr(stage_.optimizer, state_.step, stage_.steps);
     GrpoUpdateStats upd = update(groups, rollouts, adv, lr);
     t.update = lap(clock);
+    t.wall = since(step_start);
+    t.tokens += generated - inherited;
     ++state_.step;
-    log(rollouts, scored, smoothed, adv, upd, lr, t, generated, rounds);
+    log(rollouts, scored, smoothed, adv, upd, lr, t, rounds);
     checkpoint_if_due();
   }
 
@@ -131,19 +161,19 @@ class RlStage {
     t0 = Clock::now();
     return s;
   }
-  uint64_t step_seed() const {
-    return mix(static_cast<uint64_t>(job_.run.seed), mix(std::hash<std::string>{}(stage_.name), state_.step));
+  uint64_t step_seed(int64_t step) const {
+    return mix(static_cast<uint64_t>(job_.run.seed), mix(std::hash<std::string>{}(stage_.name), step));
   }
 
   // 1. `count` tasks, each with exemplars. Round 0 walks a fresh seeded permutation per pass over
   //    the tasks; the resampling rounds of dynamic sampling draw tasks from the step's seed.
-  std::vector<PromptGroup> pick_prompts(uint64_t seed, int64_t round, int64_t count) {
+  std::vector<PromptGroup> pick_prompts(uint64_t seed, int64_t round, int64_t count, int64_t step) {
     const int64_t B = prompts_per_step();
     const int64_t n = static_cast<int64_t>(tasks_.size());
     std::mt19937_64 extra(mix(seed, 0x5eed + round));
     std::vector<PromptGroup> groups;
     for (int64_t j = 0; j < count; ++j) {
-      const int64_t g = state_.step * B + j;
+      const int64_t g = step * B + j;
       std::vector<int64_t> perm(n);
       for (int64_t i = 0; i < n; ++i) perm[i] = i;
       std::mt19937_64 prng(mix(static_cast<uint64_t>(job_.run.seed), g / n));
@@ -155,7 +185,7 @@ class RlStage {
       parts.response_format = ro_.response_format;
       parts.backend = backend_;
       parts.prompt_format = job_.model.prompt_format;
-      parts.exemplars = sample_exemplars(exemplars_->pool(task.name, state_.step), ro_.n_exemplars,
+      parts.exemplars = sample_exemplars(exemplars_->pool(task.name, step), ro_.n_exemplars,
                                          ro_.n_buckets, ro_.exemplar_temperature, erng);
       groups.push_back(make_prompt_group(task, parts, tok_, shape_.max_seq_len,
                                          ro_.sampling.max_new_tokens));
@@ -167,13 +197,13 @@ class RlStage {
   //    replaced by the task's best verified kernel written as a response (off-policy guidance:
   //    their π_old is the policy's own log-prob of those tokens, so the ratio starts at 1).
   std::vector<Rollout> sample(const std::vector<PromptGroup>& groups, uint64_t seed,
-                              int64_t* generated) {
+                              int64_t* generated, int64_t step) {
     model_->eval();
     std::vector<Rollout> rollouts = sample_groups(sampler_, tok_, groups, ro_.group_size,
                                                   ro_.sampling, ro_.response_format, seed, generated);
     if (ro_.demonstrations <= 0) return rollouts;
     for (size_t gi = 0; gi < groups.size(); ++gi) {
-      auto best = exemplars_->pool(groups[gi].task.name, state_.step, 1);
+      auto best = exemplars_->pool(groups[gi].task.name, step, 1);
       if (best.empty()) continue;
       const std::string text = "\n" + best[0].source + kEndMarker;
       std::vector<int64_t> ids = tok_.encode(text);
@@ -198,38 +228,86 @@ class RlStage {
   //    the timing (stored results of identical sources are reused when rollout.reuse_evaluations).
   std::vector<Scored> score(const std::vector<PromptGroup>& groups, std::vector<Rollout>& rollouts,
                             StepTimes* t) {
-    std::vector<Scored> out(rollouts.size());
+    ScoreBatch b = to_evaluate(groups, rollouts);
+    auto clock = Clock::now();
+    if (!b.sources.empty()) evaluator_->precompile(b.sources);
+    t->compile = lap(clock);
+    return finish_scores(groups, rollouts, std::move(b), t);
+  }
+
+  // 3'. rollout.overlap: the same, with the next step's prompts picked and its rows sampled (and
+  //     their π_old taken under this policy) while this step's candidates compile; the timing
+  //     starts once generation is done, so it never shares the GPU with the policy.
+  std::vector<Scored> score_overlapped(const std::vector<PromptGroup>& groups,
+                                       std::vector<Rollout>& rollouts, StepTimes* t) {
+    ScoreBatch b = to_evaluate(groups, rollouts);
+    const int64_t next = state_.step + 1;
+    auto clock = Clock::now();
+    Pending ahead;  // prompts first: seeding a new task's exemplar pool evaluates family variants
+    ahead.groups = pick_prompts(step_seed(next), 0, prompts_per_step(), next);
+    t->prompts += lap(clock);
+    std::future<double> compiled = std::async(std::launch::async, [this, &b] {
+      auto c0 = Clock::now();
+      if (!b.sources.empty()) evaluator_->precompile(b.sources);
+      return since(c0);
+    });
+    try {
+      ahead.rollouts = sample(ahead.groups, step_seed(next), &ahead.generated, next);
+      set_policy_logprobs(ahead.groups, &ahead.rollouts);
+    } catch (...) {
+      compiled.wait();
+      throw;
+    }
+    t->generate += lap(clock);
+    t->tokens += ahead.generated;
+    t->compile = compiled.get();
+    t->compile_wait = lap(clock);
+    pending_ = std::move(ahead);
+    return finish_scores(groups, rollouts, std::move(b), t);
+  }
+
+  // The step's rows split into those with nothing to evaluate (no code: failed_reward; a stored
+  // result of the same source) and the sources the evaluator still has to compile and time.
+  struct ScoreBatch {
+    std::vector<Scored> out;
     std::vector<EvalItem> fresh;
     std::vector<size_t> fresh_index;
+    std::vector<std::string> sources;
+  };
+  ScoreBatch to_evaluate(const std::vector<PromptGroup>& groups, const std::vector<Rollout>& rollouts) {
+    ScoreBatch b;
+    b.out.resize(rollouts.size());
     for (size_t i = 0; i < rollouts.size(); ++i) {
       const ParsedResponse& p = rollouts[i].parsed;
       const TaskSpec& task = groups[rollouts[i].group].task;
-      out[i].status = "format";
-      out[i].reward = job_.reward.failed_reward;
+      b.out[i].reward = job_.reward.failed_reward;
       if (!p.ok) continue;
-      out[i].parsed = true;
+      b.out[i].parsed = true;
       if (ro_.reuse_evaluations)
         if (auto hit = evaluator_->cached_result(task, p.code)) {
-          out[i].result = *hit;
+          b.out[i].result = *hit;
           continue;
         }
-      fresh.push_back({task, p.code});
-      fresh_index.push_back(i);
+      b.fresh.push_back({task, p.code});
+      b.fresh_index.push_back(i);
+      b.sources.push_back(p.code);
     }
+    return b;
+  }
+
+  // Times the compiled batch, then rewards, exemplars and best speedups.
+  std::vector<Scored> finish_scores(const std::vector<PromptGroup>& groups,
+                                    const std::vector<Rollout>& rollouts, ScoreBatch b, StepTimes* t) {
     auto clock = Clock::now();
-    std::vector<std::string> sources;
-    for (const auto& it : fresh) sources.push_back(it.source);
-    if (!sources.empty()) evaluator_->precompile(sources);
-    t->compile = lap(clock);
-    auto results = evaluator_->evaluate_batch(fresh);
+    auto results = evaluator_->evaluate_batch(b.fresh);
     t->time = lap(clock);
-    for (size_t j = 0; j < results.size(); ++j) out[fresh_index[j]].result = std::move(results[j]);
+    std::vector<Scored>& out = b.out;
+    for (size_t j = 0; j < results.size(); ++j) out[b.fresh_index[j]].result = std::move(results[j]);
     for (size_t i = 0; i < rollouts.size(); ++i) {
       Scored& s = out[i];
       if (!s.parsed) continue;
       const EvalResult& r = s.result;
       s.reward = r.reward;
-      s.status = status_name(r.status);
       s.passed = r.passed();
       s.compiled = r.status != EvalStatus::screen_rejected &&
                    r.status != EvalStatus::compile_error && r.status != EvalStatus::compile_timeout;
@@ -239,7 +317,20 @@ class RlStage {
       exemplars_->add(task, {r.hash, rollouts[i].parsed.code, r.reward}, state_.step + 1);
       if (std::isfinite(s.speedup)) best_speedup_[task] = std::max(best_speedup_[task], s.speedup);
     }
-    return out;
+    return std::move(out);
+  }
+
+  // π_old of rows sampled a step ahead: their completion tokens' log-probs under the current
+  // policy, through the update's own forward path (so without a policy change the ratio is 1).
+  void set_policy_logprobs(const std::vector<PromptGroup>& groups, std::vector<Rollout>* rollouts) {
+    if (rollouts->empty()) return;
+    RlBatch batch = make_rl_batch(groups, *rollouts, tok_.pad_id());
+    torch::Tensor lp = rl_logprobs(model_, batch, stage_.batch_size);
+    for (size_t i = 0; i < rollouts->size(); ++i) {
+      torch::Tensor row = lp[static_cast<int64_t>(i)].masked_select(
+          batch.target_mask[static_cast<int64_t>(i)] > 0).contiguous();
+      (*rollouts)[i].policy_logprobs.assign(row.data_ptr<float>(), row.data_ptr<float>() + row.numel());
+    }
   }
 
   // 3b. DAPO dynamic sampling (rollout.dynamic_sampling_rounds = R): while fewer than B groups
@@ -265,10 +356,10 @@ class RlStage {
     for (int64_t have = with_spread(); round < ro_.dynamic_sampling_rounds && have < B; have = with_spread()) {
       ++round;
       auto clock = Clock::now();
-      std::vector<PromptGroup> more = pick_prompts(mix(seed, round), round, B - have);
+      std::vector<PromptGroup> more = pick_prompts(mix(seed, round), round, B - have, state_.step);
       t->prompts += lap(clock);
       int64_t gen = 0;
-      std::vector<Rollout> more_rollouts = sample(more, mix(seed, round), &gen);
+      std::vector<Rollout> more_rollouts = sample(more, mix(seed, round), &gen, state_.step);
       *generated += gen;
       t->generate += lap(clock);
       append_scored(more, more_rollouts, groups, rollouts, scored, t);
@@ -403,13 +494,24 @@ class RlStage {
   }
 
   // 5. μ clipped updates on prompt + completion rows (trainer/grpo_step.h); π_old from the same
-  //    forward path as the update, so the first pass's ratio is exactly 1.
+  //    forward path as the update, so the first pass's ratio is exactly 1 — except for rows
+  //    sampled a step ahead (rollout.overlap), whose π_old is the sampling policy's, taken when
+  //    they were sampled: their ratio is π_θ/π_θ_old of one update, as in asynchronous trainers.
   GrpoUpdateStats update(const std::vector<PromptGroup>& groups, const std::vector<Rollout>& rollouts,
                          const GroupAdvantages& adv, double lr) {
     model_->train();
     set_lr(*optimizer_, lr);
     RlBatch batch = make_rl_batch(groups, rollouts, tok_.pad_id());
     torch::Tensor logp_old = rl_logprobs(model_, batch, stage_.batch_size);
+    for (size_t i = 0; i < rollouts.size(); ++i) {
+      const auto& lp = rollouts[i].policy_logprobs;
+      if (lp.empty()) continue;
+      torch::Tensor row = logp_old[static_cast<int64_t>(i)];
+      torch::Tensor at = batch.target_mask[static_cast<int64_t>(i)] > 0;
+      if (at.sum().item<int64_t>() != static_cast<int64_t>(lp.size()))
+        throw std::logic_error("a row sampled a step ahead lost its log-probs' alignment");
+      row.masked_scatter_(at, torch::tensor(lp, torch::kFloat32));
+    }
     torch::Tensor logp_ref = reference_ ? rl_logprobs(reference_, batch, stage_.batch_size) : torch::Tensor();
     if (lora_ && grpo_.kl_coef > 0) {  // LoRA: the KL reference is the base, adapters off
       LoraOff base(model_);
@@ -425,7 +527,7 @@ class RlStage {
   //    ratio_mean and grad_norm are pass 0's (on-policy); *_last the last pass's when μ > 1.
   void log(const std::vector<Rollout>& rollouts, const std::vector<Scored>& scored,
            const std::vector<double>& smoothed, const GroupAdvantages& adv,
-           const GrpoUpdateStats& upd, double lr, const StepTimes& t, int64_t generated,
+           const GrpoUpdateStats& upd, double lr, const StepTimes& t,
            int64_t resample_rounds) {
     auto rate = [&](auto pred) {
       double n = 0;
@@ -448,7 +550,7 @@ class RlStage {
     for (const auto& [task, s] : best_speedup_) best_overall = std::max(best_overall, s);
     const GrpoPassStats first = upd.passes.empty() ? GrpoPassStats{} : upd.passes.front();
     const GrpoPassStats last = upd.passes.empty() ? GrpoPassStats{} : upd.passes.back();
-    const double step_s = t.prompts + t.generate + t.compile + t.time + t.update;
+    const double step_s = t.wall;
     nlohmann::json rec = {
         {"stage", stage_.name},
         {"reward_mean", mean},
@@ -479,11 +581,13 @@ class RlStage {
         {"prompts_s", t.prompts},
         {"generate_s", t.generate},
         {"compile_s", t.compile},
+        {"compile_wait_s", t.compile_wait},
         {"time_s", t.time},
         {"evaluate_s", t.compile + t.time},
+        {"overlap", ro_.overlap},
         {"update_s", t.update},
         {"step_s", step_s},
-        {"tokens_per_s", t.generate > 0 ? static_cast<double>(generated) / t.generate : 0.0}};
+        {"tokens_per_s", t.generate > 0 ? static_cast<double>(t.tokens) / t.generate : 0.0}};
     if (ro_.turns > 1) {  // per turn: correct rate and mean reward
       const size_t n = scored.size() / static_cast<size_t>(ro_.turns);
       for (int64_t k = 0; k < ro_.turns; ++k) {
@@ -507,11 +611,51 @@ class RlStage {
     if ((stage_.checkpoint_every > 0 && state_.step % stage_.checkpoint_every == 0) ||
         state_.step == stage_.steps) {
       state_.extra = {{"smoother", smoother_.state()}, {"best_speedup", best_speedup_}};
+      if (pending_) state_.extra["pending"] = pending_json(*pending_);
       last_checkpoint_ = save_stage_checkpoint(ctx_.run_dir.checkpoints_dir(), stage_.name, model_,
                                                shape_, tokenizer_path_, *optimizer_, state_,
                                                job_.trainer.keep_checkpoints);
     }
     crash_here_if_asked(stage_.name, state_.step);
+  }
+
+  // Pending rows in a checkpoint: tasks by name, prompt and completion ids, texts and π_old.
+  static nlohmann::json pending_json(const Pending& p) {
+    nlohmann::json j = {{"generated", p.generated}, {"groups", nlohmann::json::array()},
+                        {"rollouts", nlohmann::json::array()}};
+    for (const auto& g : p.groups)
+      j["groups"].push_back({{"task", g.task.name}, {"prompt", g.prompt}, {"prompt_ids", g.prompt_ids},
+                             {"exemplars_used", g.exemplars_used}});
+    for (const auto& r : p.rollouts)
+      j["rollouts"].push_back({{"group", r.group}, {"completion", r.completion}, {"text", r.text},
+                               {"finish_reason", r.finish_reason},
+                               {"policy_logprobs", r.policy_logprobs}});
+    return j;
+  }
+  Pending pending_from(const nlohmann::json& j) const {
+    Pending p;
+    p.generated = j.at("generated").get<int64_t>();
+    for (const auto& g : j.at("groups")) {
+      const std::string name = g.at("task").get<std::string>();
+      auto it = std::find_if(tasks_.begin(), tasks_.end(), [&](const TaskSpec& t) { return t.name == name; });
+      if (it == tasks_.end())
+        throw UserError("checkpoint: rows sampled ahead are for task '" + name +
+                        "', which this stage no longer has");
+      p.groups.push_back({*it, g.at("prompt").get<std::string>(),
+                          g.at("prompt_ids").get<std::vector<int64_t>>(),
+                          g.at("exemplars_used").get<int64_t>()});
+    }
+    for (const auto& r : j.at("rollouts")) {
+      Rollout x;
+      x.group = r.at("group").get<size_t>();
+      x.completion = r.at("completion").get<std::vector<int64_t>>();
+      x.text = r.at("text").get<std::string>();
+      x.finish_reason = r.at("finish_reason").get<std::string>();
+      x.policy_logprobs = r.at("policy_logprobs").get<std::vector<float>>();
+      x.parsed = parse_response(x.text, ro_.response_format);
+      p.rollouts.push_back(std::move(x));
+    }
+    return p;
   }
 
   int64_t prompts_per_step() const {
@@ -547,6 +691,7 @@ class RlStage {
   std::string backend_;
   std::vector<TaskSpec> tasks_;
   std::unique_ptr<ExemplarStore> exemplars_;
+  std::optional<Pending> pending_;  // rollout.overlap: the next step's rows, sampled ahead
   TensorBoardWriter tb_;
   Progress progress_;
 };
@@ -631,11 +776,19 @@ RlStage::RlStage(StageContext& ctx)
   tasks_ = rl_stage_tasks(job_, stage_.kind, backend_);
   exemplars_ = std::make_unique<ExemplarStore>(store_path, stage_.name);
   exemplars_->truncate_after(state_.step);
+  if (state_.extra.contains("pending")) {
+    if (!ro_.overlap) {
+      KRL_LOG(warn) << "resuming with rollout.overlap: 0 from a checkpoint written with it on: "
+                       "the rows sampled ahead are trained on first";
+    }
+    pending_ = pending_from(state_.extra.at("pending"));
+  }
   KRL_LOG(info) << "stage " << stage_.name << ": " << tasks_.size() << " tasks on the " << backend_
                 << " backend (" << evaluator_->device_name() << "), policy " << shape_.describe();
-  if (backend_ == "host" && stage_.kind == "hgemm_rl")
+  if (backend_ == "host" && stage_.kind == "hgemm_rl") {
     KRL_LOG(warn) << "no GPU: HGEMM candidates are C++ kernels timed on the CPU (host backend); "
                      "CUDA kernels need a GPU";
+  }
   if (job_.model.prompt_format != "raw" && ro_.response_format != "code")
     throw ConfigError("rollout.response_format: a chat model.prompt_format (" +
                       job_.model.prompt_format + ") asks for a fenced code block: use code");

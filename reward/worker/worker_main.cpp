@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <memory>
@@ -193,7 +194,10 @@ int main(int argc, char** argv) {
       _exit(0);
     }
     send({{"result", result}});
-    dlclose(l.handle);
+    // Diagnostic (docs/benchmarks.md, measurement trust): KERNELRL_WORKER_KEEP_LOADED=1 leaves
+    // every candidate library loaded, to tell module unloading apart from other worker state.
+    static const bool keep_loaded = std::getenv("KERNELRL_WORKER_KEEP_LOADED") != nullptr;
+    if (!keep_loaded) dlclose(l.handle);
   }
   return 0;
 }

@@ -2,7 +2,8 @@
 // pretrain -> general_rl -> hgemm_rl through the kernelrl binary, with the metrics every RL
 // step must log; then the same job killed after the first hgemm_rl step and resumed gives the
 // same per-step metrics as the uninterrupted run (rewards reused from the shared store), through
-// steps that updated the policy.
+// steps that updated the policy. Runs with rollout.overlap=1, so the checkpoint the resume
+// starts from carries rows sampled a step ahead.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -33,7 +34,7 @@ TEST(DebugPipeline, AllThreeStagesRunOnTheHostBackendAndResumeExactly) {
   ASSERT_EQ(synth.exit_code, 0) << synth.output;
   const std::string job = "cd " + kSrc + " && " + kBin + " train configs/debug.yaml 'data.corpus=[" +
                           (dir / "synth.jsonl").string() + "]' reward.store=" +
-                          (dir / "shared.sqlite").string();
+                          (dir / "shared.sqlite").string() + " rollout.overlap=1";
   auto a = run_command(job + " --run-dir " + (dir / "a").string());
   ASSERT_EQ(a.exit_code, 0) << a.output;
   auto pre = stage_records(dir / "a", "pretrain");
@@ -61,6 +62,10 @@ TEST(DebugPipeline, AllThreeStagesRunOnTheHostBackendAndResumeExactly) {
     }
     EXPECT_GT(updates, 0);
     EXPECT_LT(min_zero_spread, 1.0);
+    // rollout.overlap=1: step 2's rows were sampled during step 1, before its update, so after
+    // an update their first-pass ratio π_θ/π_old is no longer exactly 1 (one step off-policy).
+    EXPECT_EQ(recs[1]["overlap"].get<int64_t>(), 1);
+    if (recs[0]["updates"].get<int64_t>() > 0) EXPECT_NE(recs[1]["ratio_mean"].get<double>(), 1.0);
   }
   EXPECT_FALSE(fs::is_empty(dir / "a/tensorboard/hgemm_rl"));
   EXPECT_TRUE(fs::exists(dir / "a/config.yaml"));

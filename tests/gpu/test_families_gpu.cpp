@@ -173,5 +173,55 @@ TEST(FamiliesGpu, WgmmaSamplePassesTheEvaluatorAndABrokenOneFails) {
   EXPECT_EQ(r.status, EvalStatus::wrong_answer) << r.check << ": " << r.reason;
 }
 
+// hgemm_cutlass (sm_90a only; skipped elsewhere): every schedule (cooperative, ping-pong,
+// stream-K), clusters 1x1, 2x1 and 1x2, a raster/swizzle variant, both layouts, on partial
+// tiles in M and N (192x320x448) and on a deep K where stream-K splits the k range of its few
+// tiles (256x384x4096: 6 tiles of 128x128 on 132 SMs). Negative control: a variant that hands
+// CUTLASS a K 64 short must be a wrong answer.
+TEST(FamiliesGpu, CutlassSamplePassesTheEvaluatorAndABrokenOneFails) {
+  REQUIRE_CUDA();
+  testing::ScratchDir dir;
+  RewardConfig cfg = gpu_config(dir);
+  cfg.compile_timeout_s = 600;  // nvcc takes ~1-2 min of a core per CUTLASS sm90 kernel
+  Evaluator ev(cfg, dir / "results.sqlite");
+  if (ev.arch() != "sm_90a") GTEST_SKIP() << "hgemm_cutlass needs sm_90a, device is " << ev.arch();
+  auto knobs = [](int bm, int bn, int cm, int cn, int sched, int swizzle) {
+    return [=](const KernelVariant& v) {
+      return param(v, "BM") == bm && param(v, "BN") == bn && param(v, "CM") == cm &&
+             param(v, "CN") == cn && param(v, "SCHED") == sched && param(v, "SWIZZLE") == swizzle;
+    };
+  };
+  const TaskSpec partial = hgemm_task(192, 320, 448, "nn"),
+                 partial_tn = hgemm_task(192, 320, 448, "tn");
+  const TaskSpec deep = hgemm_task(256, 384, 4096, "nn"),
+                 deep_tn = hgemm_task(256, 384, 4096, "tn");
+  std::vector<Case> cases = {
+      {partial, pick("hgemm_cutlass", "nn", "f32", knobs(128, 256, 1, 1, 0, 1))},
+      {partial_tn, pick("hgemm_cutlass", "tn", "f32", knobs(128, 128, 2, 1, 0, 1))},
+      {partial, pick("hgemm_cutlass", "nn", "f32", knobs(64, 128, 1, 2, 1, 1))},
+      {partial_tn, pick("hgemm_cutlass", "tn", "f32", knobs(128, 64, 1, 1, 1, 1))},
+      {deep, pick("hgemm_cutlass", "nn", "f32", knobs(128, 128, 1, 1, 2, 1))},
+      {deep_tn, pick("hgemm_cutlass", "tn", "f32", knobs(256, 128, 2, 1, 2, 1))},
+      {deep_tn, pick("hgemm_cutlass", "tn", "f32", knobs(128, 256, 2, 1, 0, 8))},
+  };
+  std::vector<std::string> sources;
+  for (const auto& c : cases) sources.push_back(c.v.source);
+  EXPECT_EQ(ev.precompile(sources), static_cast<int>(sources.size()));
+  for (const auto& c : cases) {
+    EvalResult r = ev.evaluate_one(c.task, c.v.source);
+    std::printf("%-92s %-22s %s %.2f us (x%.3f %s)\n", c.v.name.c_str(), c.task.name.c_str(),
+                status_name(r.status), r.cand.median_us, r.speedup, r.reference.c_str());
+    EXPECT_EQ(r.status, EvalStatus::ok)
+        << c.v.name << " on " << c.task.name << ": " << r.check << ": " << r.reason << "\n"
+        << r.compile_log;
+  }
+  std::string bad = cases[4].v.source;
+  const std::string shape = "{int(M), int(N), int(K), 1}";
+  ASSERT_NE(bad.find(shape), std::string::npos);
+  bad.replace(bad.find(shape), shape.size(), "{int(M), int(N), int(K) - 64, 1}");
+  EvalResult r = ev.evaluate_one(deep, bad);
+  EXPECT_EQ(r.status, EvalStatus::wrong_answer) << r.check << ": " << r.reason;
+}
+
 }  // namespace
 }  // namespace kernelrl

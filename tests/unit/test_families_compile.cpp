@@ -1,6 +1,7 @@
 // Kernel families compile: a sample of every CUDA family with nvcc for sm_80 and sm_90a (one
 // nvcc call per HGEMM family plus one for all general families together, to keep CI fast), and
-// host variants with g++ -Werror. Skips the nvcc part where no CUDA toolkit is installed.
+// host variants with g++ -Werror. Skips the nvcc part where no CUDA toolkit is installed (and
+// the CUTLASS family's where the CUTLASS headers are missing).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -11,6 +12,7 @@
 #include "common/error.h"
 #include "data/families.h"
 #include "data/task_suite.h"
+#include "reward/compile.h"
 #include "test_util.h"
 
 namespace kernelrl {
@@ -169,6 +171,77 @@ TEST(FamiliesCompile, WgmmaSampleCompilesForSm90aWithoutSpills) {
   int entry_points = 0;
   for (std::string line; std::getline(lines, line);) {
     if (line.empty()) continue;
+    EXPECT_NE(line.find(" T kernelrl_launch_"), std::string::npos) << line;
+    ++entry_points;
+  }
+  EXPECT_EQ(entry_points, static_cast<int>(sample.size()));
+}
+
+// hgemm_cutlass (sm_90a only): three variants, one per schedule (cooperative with a 1x2
+// cluster nn, ping-pong tn, stream-K with a 2x1 cluster tn), compile as one translation unit with
+// the evaluator's CUTLASS headers and flags, without a register spill and without the ptxas
+// advisory that wgmma was serialized (what a device assert in the mainloop causes). nvcc spends
+// ~80 s of one core per CUTLASS sm90 kernel, so the sample stays at three.
+TEST(FamiliesCompile, CutlassSampleCompilesForSm90aWithUnserializedWgmma) {
+  std::string nv = nvcc();
+  if (nv.empty()) GTEST_SKIP() << "no nvcc";
+  std::vector<std::string> includes = resolve_include_dirs({"auto"});
+  if (includes.empty()) GTEST_SKIP() << "no CUTLASS headers (nvidia-cutlass wheel in .venv)";
+  auto vs = hgemm_family_variants("hgemm_cutlass");
+  ASSERT_GE(vs.size(), 100u);
+  const std::string body =
+      testing::read_text(std::string(KERNELRL_SOURCE_DIR) + "/kernels/hgemm_cutlass.cuh");
+  const std::string marker = "\n// ---- instance:";
+  for (const auto& v : vs) {
+    ASSERT_EQ(v.arch, "sm_90a");
+    ASSERT_EQ(v.source.find(body), kernel_abi_prelude().size()) << v.name;
+    ASSERT_NE(v.source.find(marker), std::string::npos) << v.name;
+  }
+  auto with = [&](const std::string& layout, int bm, int bn, int cm, int cn, int sched) {
+    for (const auto& v : vs)
+      if (v.layout == layout && param(v, "BM") == bm && param(v, "BN") == bn &&
+          param(v, "CM") == cm && param(v, "CN") == cn && param(v, "SCHED") == sched &&
+          param(v, "SWIZZLE") == 1)
+        return v;
+    ADD_FAILURE() << "no hgemm_cutlass variant " << layout << " " << bm << "x" << bn;
+    return vs[0];
+  };
+  std::vector<KernelVariant> sample = {with("nn", 128, 256, 1, 2, 0), with("tn", 64, 128, 1, 1, 1),
+                                       with("tn", 128, 128, 2, 1, 2)};
+  std::string tu = vs[0].source.substr(0, vs[0].source.find(marker));
+  for (size_t i = 0; i < sample.size(); ++i) {
+    std::string inst = sample[i].source.substr(sample[i].source.find(marker));
+    const std::string id = std::to_string(i);
+    for (auto [from, to] :
+         {std::pair<std::string, std::string>{"using Cfg =", "using Cfg" + id + " ="},
+          {"run<Cfg>", "run<Cfg" + id + ">"},
+          {"kernelrl_launch(", "kernelrl_launch_" + id + "("}}) {
+      ASSERT_NE(inst.find(from), std::string::npos) << sample[i].name;
+      inst.replace(inst.find(from), from.size(), to);
+    }
+    tu += inst;
+  }
+  ScratchDir dir;
+  write_text(dir / "cutlass.cu", tu);
+  const std::string so = (dir / "cutlass.so").string();
+  std::string cmd = nv +
+                    " -O3 -std=c++17 -shared -Xcompiler -fPIC -cudart shared "
+                    "--expt-relaxed-constexpr -gencode arch=compute_90a,code=sm_90a "
+                    "-Xptxas -warn-spills";
+  for (const auto& d : includes) cmd += " -I " + d;
+  auto r = testing::run_command(cmd + " -o " + so + " " + (dir / "cutlass.cu").string() + " 2>&1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.find("spill"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("wgmma.mma_async instructions are serialized"), std::string::npos)
+      << r.output;
+  // The entry points are the only strong exports; CUTLASS's kernels and host code stay local
+  // to the candidate (the worker dlopens many candidates into one process).
+  auto syms = testing::run_command("nm -D --defined-only " + so);
+  ASSERT_EQ(syms.exit_code, 0) << syms.output;
+  std::istringstream lines(syms.output);
+  int entry_points = 0;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.find(" T ") == std::string::npos) continue;
     EXPECT_NE(line.find(" T kernelrl_launch_"), std::string::npos) << line;
     ++entry_points;
   }

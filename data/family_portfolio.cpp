@@ -1,0 +1,172 @@
+#include "data/family_portfolio.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <mutex>
+#include <set>
+
+#include "common/error.h"
+
+namespace kernelrl {
+namespace {
+
+int64_t param(const KernelVariant& v, const char* name, int64_t fallback) {
+  for (const auto& [k, x] : v.params)
+    if (k == name) return x;
+  return fallback;
+}
+
+int64_t cdiv(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
+
+// Curated candidates: the knobs that must match, in the order of preference among equals.
+using Knobs = std::vector<std::pair<const char*, int64_t>>;
+
+const std::vector<Knobs>& curated(const std::string& family) {
+  // hgemm_wgmma: the leaders of docs/benchmarks.md at 4096^3 / 8192^3 first, then the mid and
+  // small tiles with and without split-K.
+  static const std::vector<Knobs> wgmma = [] {
+    const int64_t rows[][10] = {
+        // BM, BN, BK, STAGES, CONSUMERS, CLUSTER, RASTER, SWIZZLE, SPLITK, EPI
+        {128, 256, 64, 4, 2, 1, 1, 16, 1, 1}, {128, 256, 64, 4, 2, 2, 1, 16, 1, 1},
+        {128, 256, 64, 3, 2, 1, 1, 16, 1, 1}, {256, 128, 64, 4, 2, 1, 1, 16, 1, 1},
+        {128, 128, 64, 6, 2, 1, 1, 16, 1, 1}, {128, 128, 64, 6, 2, 1, 1, 16, 2, 0},
+        {128, 128, 64, 6, 2, 1, 1, 16, 4, 0}, {64, 256, 64, 4, 1, 1, 0, 8, 1, 1},
+        {128, 64, 64, 8, 2, 1, 0, 8, 1, 1},   {128, 64, 64, 8, 2, 1, 0, 8, 2, 0},
+        {64, 128, 64, 8, 1, 1, 0, 8, 1, 1},   {64, 128, 64, 8, 1, 1, 0, 8, 4, 0}};
+    const char* names[] = {"BM",      "BN",     "BK",      "STAGES", "CONSUMERS",
+                           "CLUSTER", "RASTER", "SWIZZLE", "SPLITK", "EPI"};
+    std::vector<Knobs> out;
+    for (const auto& r : rows) {
+      Knobs k;
+      for (int i = 0; i < 10; ++i) k.push_back({names[i], r[i]});
+      out.push_back(k);
+    }
+    return out;
+  }();
+  // hgemm_cutlass: SCHED 0 cooperative, 1 ping-pong, 2 stream-K; CUTLASS's raster heuristic.
+  static const std::vector<Knobs> cutlass = [] {
+    const int64_t rows[][6] = {// BM, BN, CM, CN, SCHED
+                               {128, 256, 1, 1, 0}, {128, 256, 2, 1, 0}, {256, 128, 1, 1, 0},
+                               {128, 256, 1, 1, 2}, {128, 128, 1, 1, 0}, {128, 128, 1, 1, 1},
+                               {128, 128, 1, 1, 2}, {64, 256, 1, 1, 1},  {128, 64, 1, 1, 1},
+                               {128, 64, 1, 1, 2},  {64, 128, 1, 1, 1},  {64, 64, 1, 1, 1}};
+    std::vector<Knobs> out;
+    for (const auto& r : rows)
+      out.push_back({{"BM", r[0]},
+                     {"BN", r[1]},
+                     {"BK", 64},
+                     {"CM", r[2]},
+                     {"CN", r[3]},
+                     {"SCHED", r[4]},
+                     {"RASTER", 0},
+                     {"SWIZZLE", 1}});
+    return out;
+  }();
+  static const std::vector<Knobs> none;
+  if (family == "hgemm_wgmma") return wgmma;
+  if (family == "hgemm_cutlass") return cutlass;
+  return none;
+}
+
+bool matches(const KernelVariant& v, const Knobs& k) {
+  for (const auto& [name, x] : k)
+    if (param(v, name, -1) != x) return false;
+  return true;
+}
+
+// The class a variant stands for in the first (diverse) pass: tile, the split it runs with on
+// this task, and schedule.
+std::string class_of(const KernelVariant& v, const TaskSpec& t) {
+  const int64_t split = std::min(param(v, "SPLITK", 1), cdiv(t.k, param(v, "BK", 64)));
+  return std::to_string(param(v, "BM", 0)) + "x" + std::to_string(param(v, "BN", 0)) + "/" +
+         std::to_string(split) + "/" + std::to_string(param(v, "SCHED", 0));
+}
+
+// A family's variants, generated once per process (a sweep asks for them once per shape).
+const std::vector<KernelVariant>& family_variants(const std::string& family) {
+  static std::mutex mu;
+  static std::map<std::string, std::vector<KernelVariant>> cache;
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = cache.find(family);
+  if (it == cache.end()) it = cache.emplace(family, hgemm_family_variants(family)).first;
+  return it->second;
+}
+
+}  // namespace
+
+double portfolio_model_us(const KernelVariant& v, const TaskSpec& t, int sms) {
+  constexpr double kRate = 5.5e12, kBandwidth = 3e12, kFixedUs = 3, kLaunchUs = 2;
+  const int64_t bm = param(v, "BM", 128), bn = param(v, "BN", 128);
+  const int64_t k_blocks = cdiv(t.k, param(v, "BK", 64));
+  // Split-K runs at most one k-block per split (as the wgmma body clamps it).
+  const int64_t split = std::min(std::max<int64_t>(1, param(v, "SPLITK", 1)), k_blocks);
+  const int64_t sched = v.family == "hgemm_cutlass" ? param(v, "SCHED", 0) : 0;
+  auto e = [](double a, double b) {
+    return std::min(1.0, std::pow(a * b / (128.0 * 256.0), 0.15));
+  };
+  const double tiles = static_cast<double>(cdiv(t.m, bm) * cdiv(t.n, bn));
+  const double tile_flop = 2.0 * bm * bn * t.k;
+  double s;
+  if (sched == 1) {  // ping-pong: two consumer warpgroups on alternate tiles of one CTA
+    s = std::ceil(tiles / sms) * tile_flop / (kRate * e(2.0 * bm, bn));
+  } else if (sched == 2) {  // stream-K: k-block units spread over up to every SM
+    const double workers = std::min<double>(sms, tiles * k_blocks);
+    s = 1.05 * tiles * tile_flop / (workers * kRate * e(bm, bn));
+  } else {
+    s = std::ceil(tiles * split / sms) * 2.0 * bm * bn * cdiv(t.k, split) / (kRate * e(bm, bn));
+    if (split > 1) s += 2.0 * split * t.m * t.n * 4 / kBandwidth + kLaunchUs * 1e-6;
+  }
+  return s * 1e6 + kFixedUs;
+}
+
+std::vector<KernelVariant> shape_portfolio(const TaskSpec& task,
+                                           const std::vector<std::string>& families,
+                                           const std::string& device_arch,
+                                           const PortfolioOptions& o) {
+  std::vector<KernelVariant> out;
+  for (const auto& fam : families) {
+    const FamilyInfo* info = nullptr;
+    for (const auto& f : kernel_families())
+      if (f.name == fam) info = &f;
+    if (!info || info->kind != "hgemm")
+      throw UserError("--families: \"" + fam + "\" is not an HGEMM kernel family");
+    if (!arch_runs(info->arch, device_arch)) continue;
+    std::vector<KernelVariant> pool;
+    const std::vector<KernelVariant>& all = family_variants(fam);
+    const auto& list = curated(fam);
+    if (list.empty()) {
+      for (const auto& v : all)
+        if (v.layout == task.layout && v.acc == task.acc) pool.push_back(v);
+    } else {
+      for (const auto& k : list)
+        for (const auto& v : all)
+          if (v.layout == task.layout && v.acc == task.acc && matches(v, k)) {
+            pool.push_back(v);
+            break;
+          }
+    }
+    // Rank (stable: the list order breaks ties), then the best of each class, then by rank.
+    std::vector<std::pair<double, size_t>> rank;
+    for (size_t i = 0; i < pool.size(); ++i)
+      rank.push_back({portfolio_model_us(pool[i], task, o.sms), i});
+    std::stable_sort(rank.begin(), rank.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    const size_t want =
+        o.per_family > 0 ? std::min<size_t>(o.per_family, pool.size()) : pool.size();
+    std::vector<size_t> picked;
+    std::set<std::string> classes;
+    for (const auto& [us, i] : rank)
+      if (picked.size() < want && classes.insert(class_of(pool[i], task)).second)
+        picked.push_back(i);
+    for (const auto& [us, i] : rank)
+      if (picked.size() < want && std::find(picked.begin(), picked.end(), i) == picked.end())
+        picked.push_back(i);
+    for (size_t i : picked) out.push_back(pool[i]);
+  }
+  return out;
+}
+
+}  // namespace kernelrl

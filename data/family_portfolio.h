@@ -1,0 +1,49 @@
+// Per-shape pruned variant sets for HGEMM family sweeps (`kernelrl bench --families`): for one
+// task, a few variants of each family chosen by tile fit and a wave-quantization cost model,
+// instead of a family's whole grid. It ranks; it does not measure (the Evaluator does).
+//
+// Candidates per family: hgemm_wgmma and hgemm_cutlass offer a curated list (one raster and
+// cluster setting per tile/split/schedule class, ordered from the large-shape leaders down);
+// other HGEMM families offer every variant of the task's layout and accumulation. Ranking, per
+// variant with tile BM x BN x BK, split s (SPLITK; 1 without), on an M x N x K task, `sms` SMs:
+//   tiles = ceil(M/BM)·ceil(N/BN),  e(bm, bn) = min(1, (bm·bn / (128·256))^0.15)
+//   data-parallel:  t = ceil(tiles·s / sms) · 2·BM·BN·ceil(K/s) / (R · e(BM, BN))
+//   ping-pong:      t = ceil(tiles / sms) · 2·BM·BN·K / (R · e(2·BM, BN))
+//                   (two consumer warpgroups on alternate tiles keep a 2·BM x BN tile busy)
+//   stream-K:       t = 1.05 · tiles · 2·BM·BN·K / (min(sms, tiles·kb) · R · e(BM, BN))
+//                   (no wave tail; kb = ceil(K/BK) k-blocks per tile, the unit of work)
+//   split-K (s at most kb) adds the reduction pass 2·s·M·N·4 bytes / W and a second launch,
+//   2 µs;
+//   every variant adds a fixed 3 µs; R = 5.5 TFLOP/s per SM, W = 3 TB/s.
+// Memory traffic is left out (every variant of a shape moves the same compulsory bytes), so
+// the model orders variants by padded work and wave tails only; ties keep the list order. The
+// pick takes, per family, the best-ranked variant of each class (tile, the split it runs with,
+// schedule) first, then fills up by rank, `per_family` in all (0 = the whole list, ranked).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "data/families.h"
+#include "data/task.h"
+
+namespace kernelrl {
+
+struct PortfolioOptions {
+  int sms = 132;       // streaming multiprocessors of the device (H100 SXM / H200: 132)
+  int per_family = 3;  // variants per family per shape; 0 = every candidate, ranked
+};
+
+// The model's time (µs) of `v` on `task` (see above).
+double portfolio_model_us(const KernelVariant& v, const TaskSpec& task, int sms);
+
+// The pruned set for `task`: HGEMM families in `families` whose arch runs on `device_arch`
+// (families.h arch_runs), each contributing up to per_family variants of the task's layout and
+// accumulation, in the order of `families`. Throws UserError for a family that is unknown or
+// not an HGEMM family.
+std::vector<KernelVariant> shape_portfolio(const TaskSpec& task,
+                                           const std::vector<std::string>& families,
+                                           const std::string& device_arch,
+                                           const PortfolioOptions& options = {});
+
+}  // namespace kernelrl
