@@ -12,10 +12,9 @@
 # Writes OUT_DIR/hf_policy.md (tables) and the raw JSON and logs beside it.
 #   usage: bash bench/gpu_hf_policy.sh BUILD_DIR OUT_DIR
 # On the device machine (no package registry): on the CPU machine first run
-#   bash ../shared/device/prepare.sh libpcre2-dev libpcre2-8-0 libpcre2-16-0 libpcre2-32-0 \
-#        libpcre2-posix3 libutf8proc-dev libutf8proc2
+#   bash scripts/device_prepare.sh
 # then call the device tool with carry [".device"] and
-#   source .device/env.sh && bash bench/gpu_hf_policy.sh build-gpu $OUT
+#   rm -f /tmp/deps/.done; source .device/env.sh && bash bench/gpu_hf_policy.sh build-gpu $OUT
 # Expected to take 6-8 minutes on an H100/H200 (a clean build is ~2 of them).
 set -uo pipefail
 B=${1:-build-gpu}
