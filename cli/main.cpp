@@ -28,6 +28,7 @@ int main(int argc, char** argv) {
   cli::register_tokenizer(app);
   cli::register_report(app);
   cli::register_catalog(app);
+  cli::register_export(app);
 
   try {
     app.parse(argc, argv);

@@ -220,6 +220,17 @@ Triplet variant_triplet(const KernelVariant& v) {
            "whose row addresses come from lanes 8i..8i+7; .trans transposes each. cp.async.cg "
            "copies 16 bytes global->shared asynchronously; commit_group/wait_group N bound the "
            "copies in flight.";
+  if (v.family == "hgemm_cutlass")
+    ctx << "\nCUTLASS 3.x (the evaluator's CUTLASS 4.2 headers, nvcc --expt-relaxed-constexpr, "
+           "sm_90a): gemm::collective::CollectiveBuilder<Arch, OpClass, ElementA, LayoutA, "
+           "AlignmentA, ElementB, LayoutB, AlignmentB, ElementAccumulator, TileShape_MNK, "
+           "ClusterShape_MNK, StageCount, KernelSchedule>; epilogue::collective::"
+           "CollectiveBuilder<Arch, OpClass, TileShape_MNK, ClusterShape_MNK, EpilogueTile, "
+           "ElementAccumulator, ElementCompute, ElementC (void: no source), LayoutC, AlignmentC, "
+           "ElementD, LayoutD, AlignmentD, EpilogueSchedule>; gemm::kernel::GemmUniversal<"
+           "ProblemShape, CollectiveMainloop, CollectiveEpilogue, TileScheduler>; "
+           "device::GemmUniversalAdapter<Kernel>::run(arguments, workspace, stream). Strides "
+           "are (rows, columns, batch) with B viewed as N x K.";
   t.context = ctx.str();
   t.code = v.source;
   t.source = "family:" + v.family;

@@ -272,14 +272,70 @@ json read_json_file(const fs::path& path, const std::string& what) {
   return j;
 }
 
+// The model's parameters under `prefix` (lm_head never prefixed). With `merged`, LoRA
+// adapters are folded into their weights (W + (α/r) B A) and not listed themselves: the
+// plain model an HF export holds.
 std::vector<std::pair<std::string, torch::Tensor>> parameter_list(LlamaModel& model,
-                                                                  const std::string& prefix) {
+                                                                  const std::string& prefix,
+                                                                  bool merged = false) {
+  std::map<std::string, torch::Tensor> merged_weights;
+  if (merged && model->has_lora())
+    for (const auto& m : model->named_modules())
+      if (auto* p = m.value()->as<ProjectionImpl>(); p && p->has_lora())
+        merged_weights[m.key() + ".weight"] = p->merged_weight();
   std::vector<std::pair<std::string, torch::Tensor>> out;
   for (const auto& p : model->named_parameters(/*recurse=*/true)) {
+    if (merged && p.key().find(".lora_") != std::string::npos) continue;
     const bool head = p.key() == "lm_head.weight";
-    out.emplace_back((head ? "" : prefix) + p.key(), p.value());
+    auto it = merged_weights.find(p.key());
+    out.emplace_back((head ? "" : prefix) + p.key(),
+                     it == merged_weights.end() ? p.value() : it->second);
   }
   return out;
+}
+
+json lora_to_json(const LoraConfig& c) {
+  return {{"rank", c.rank}, {"alpha", c.alpha}, {"dropout", c.dropout}, {"targets", c.targets}};
+}
+
+LoraConfig lora_from_json(const json& j, const std::string& origin) {
+  LoraConfig c;
+  try {
+    c.rank = j.at("rank").get<int64_t>();
+    c.alpha = j.at("alpha").get<double>();
+    c.dropout = j.at("dropout").get<double>();
+    c.targets = j.at("targets").get<std::vector<std::string>>();
+  } catch (const json::exception& e) {
+    throw UserError(origin + ": bad \"lora\" (" + std::string(e.what()) + ")");
+  }
+  return c;
+}
+
+// Adapters stay fp32 whatever the base's dtype (their updates are small against the weights).
+void adapters_to_fp32(LlamaModel& model) {
+  torch::NoGradGuard ng;
+  for (auto& [name, p] : model->lora_parameters()) p.set_data(p.to(torch::kFloat32));
+}
+
+// Copies an adapter file's tensors into the model's adapters: every adapter present, nothing
+// else, shapes equal.
+void load_adapters(LlamaModel& model, const std::map<std::string, torch::Tensor>& tensors,
+                   const std::string& origin) {
+  std::map<std::string, torch::Tensor> params;
+  for (auto& [name, p] : model->lora_parameters()) params[name] = p;
+  torch::NoGradGuard ng;
+  for (const auto& [name, t] : tensors) {
+    auto it = params.find(name);
+    if (it == params.end())
+      throw UserError(origin + ": unexpected tensor \"" + name +
+                      "\" (not an adapter of this model)");
+    if (t.sizes() != it->second.sizes() || !t.is_floating_point())
+      throw UserError(origin + ": adapter \"" + name + "\" has the wrong shape or dtype");
+    it->second.copy_(t);
+  }
+  if (tensors.size() != params.size())
+    throw UserError(origin + ": holds " + std::to_string(tensors.size()) +
+                    " adapter tensors, the model has " + std::to_string(params.size()));
 }
 
 std::atomic<unsigned> g_dir_counter{0};
@@ -332,9 +388,15 @@ void save_checkpoint(const fs::path& dir, LlamaModel& model, const ModelShape& s
   if (!(model->shape() == shape))
     throw std::runtime_error("save_checkpoint: shape differs from the model's own shape");
   const auto tok_files = tokenizer_files(tokenizer_path);
+  // A LoRA policy over a base read from a directory saves its adapters only.
+  const bool adapters_only = model->has_lora() && !model->lora_base_dir().empty();
   write_dir_atomically(dir, [&](const fs::path& tmp) {
-    write_safetensors(tmp / "model.safetensors", parameter_list(model, ""),
-                      {{"kernelrl", "checkpoint"}});
+    if (adapters_only)
+      write_safetensors(tmp / "adapter_model.safetensors", model->lora_parameters(),
+                        {{"kernelrl", "lora-adapters"}});
+    else
+      write_safetensors(tmp / "model.safetensors", parameter_list(model, ""),
+                        {{"kernelrl", "checkpoint"}});
     json meta = {{"format", "kernelrl-checkpoint"},
                  {"format_version", 2},
                  {"shape", shape_to_json(shape)},
@@ -342,6 +404,9 @@ void save_checkpoint(const fs::path& dir, LlamaModel& model, const ModelShape& s
                  {"tokenizer", tok_files.empty() ? json(nullptr) : json(tok_files[0].first)},
                  {"tokenizer_origin", tokenizer_path.string()},
                  {"extra", extra.is_null() ? json::object() : extra}};
+    if (model->has_lora()) meta["lora"] = lora_to_json(model->lora());
+    if (adapters_only)
+      meta["base"] = fs::absolute(model->lora_base_dir()).lexically_normal().string();
     for (const auto& [name, bytes] : tok_files) atomic_write(tmp / name, bytes);
     atomic_write(tmp / "checkpoint.json", meta.dump(2) + "\n");
   });
@@ -374,11 +439,36 @@ Checkpoint load_checkpoint(const fs::path& dir, torch::Device device,
     if (!fs::exists(*c.tokenizer_path))
       throw UserError(origin + ": tokenizer file " + c.tokenizer_path->string() + " is missing");
   }
+  if (meta.contains("base")) {  // adapters over a base checkpoint (native or HF)
+    if (!meta.contains("lora") || !meta["base"].is_string())
+      throw UserError(origin + ": \"base\" needs a path and a \"lora\" section");
+    const fs::path base_dir = meta["base"].get<std::string>();
+    if (!fs::is_directory(base_dir))
+      throw UserError(origin + ": its base checkpoint " + base_dir.string() +
+                      " is gone (a LoRA checkpoint holds adapters only)");
+    Checkpoint base = load_checkpoint(base_dir, device, dtype);
+    if (!(base.shape == c.shape))
+      throw UserError(origin + ": its base " + base_dir.string() + " has another shape (" +
+                      base.shape.describe() + ")");
+    c.model = base.model;
+    c.model->add_lora(lora_from_json(meta["lora"], origin), /*seed=*/0, base_dir.string());
+    load_adapters(c.model, read_safetensors(dir / "adapter_model.safetensors"),
+                  (dir / "adapter_model.safetensors").string());
+    return c;
+  }
   c.model = LlamaModel(c.shape);
+  if (meta.contains("lora")) c.model->add_lora(lora_from_json(meta["lora"], origin), /*seed=*/0);
   auto tensors = read_safetensors(dir / "model.safetensors");
   load_parameters(c.model, tensors, "", (dir / "model.safetensors").string());
   c.model->to(device, dtype.value_or(resolve_dtype("auto", device)));
+  adapters_to_fp32(c.model);
   return c;
+}
+
+void add_lora_adapters(LlamaModel& model, const LoraConfig& config, uint64_t seed,
+                       const std::string& base_dir) {
+  model->add_lora(config, seed, base_dir);
+  adapters_to_fp32(model);
 }
 
 // ---- Hugging Face ------------------------------------------------------------------------
@@ -545,7 +635,7 @@ json hf_config(const ModelShape& s, torch::Dtype dtype, int64_t bos_id, int64_t 
 
 void export_hf(const fs::path& dir, LlamaModel& model, const fs::path& tokenizer_path,
                int64_t max_shard_bytes) {
-  auto params = parameter_list(model, "model.");
+  auto params = parameter_list(model, "model.", /*merged=*/true);
   const auto tok_files = tokenizer_files(tokenizer_path);
   write_dir_atomically(dir, [&](const fs::path& tmp) {
     atomic_write(tmp / "config.json", hf_config(model->shape(), model->dtype()).dump(2) + "\n");

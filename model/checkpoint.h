@@ -13,6 +13,10 @@
 //   model.safetensors  parameters under their LlamaModel names (HF names minus "model.")
 //   tokenizer.model    a copy of the tokenizer, so the directory is self-contained (an HF
 //                      tokenizer: tokenizer.json and, when it has one, tokenizer_config.json)
+//   LoRA: checkpoint.json carries "lora" {rank, alpha, dropout, targets}; a policy whose frozen
+//   base came from a directory saves adapter_model.safetensors (adapters only, PEFT's tensor
+//   names minus the prefix) and "base": that directory, read again at load; otherwise
+//   model.safetensors holds base and adapters.
 // It is written to a temp directory beside the target and renamed into place.
 #pragma once
 
@@ -66,7 +70,8 @@ struct Checkpoint {
 // `extra` into `dir`, replacing an existing checkpoint there.
 void save_checkpoint(const fs::path& dir, LlamaModel& model, const ModelShape& shape,
                      const fs::path& tokenizer_path = {}, const nlohmann::json& extra = {});
-// Loads a native checkpoint onto `device` in `dtype` (default: bf16 on CUDA, fp32 on CPU).
+// Loads a native checkpoint onto `device` in `dtype` (default: bf16 on CUDA, fp32 on CPU;
+// LoRA adapters stay fp32).
 // A directory holding an HF checkpoint (config.json, no checkpoint.json) is imported instead.
 Checkpoint load_checkpoint(const fs::path& dir, torch::Device device,
                            std::optional<torch::Dtype> dtype = std::nullopt);
@@ -88,7 +93,14 @@ ModelShape shape_from_hf_config_file(const fs::path& path);
 nlohmann::json hf_config(const ModelShape& shape, torch::Dtype dtype, int64_t bos_id = 1,
                          int64_t eos_id = 2);
 
-// Writes config.json and model.safetensors (HF names, model dtype) into `dir`; with
+// LoRA adapters for a loaded policy (LlamaModelImpl::add_lora, adapters in fp32 whatever the
+// base's dtype). `base_dir`: where the frozen base was read from (checkpoints then save only
+// the adapters), empty to save everything.
+void add_lora_adapters(LlamaModel& model, const LoraConfig& config, uint64_t seed,
+                       const std::string& base_dir);
+
+// Writes config.json and model.safetensors (HF names, model dtype; LoRA adapters merged into
+// their weights, W + (α/r) B A) into `dir`; with
 // max_shard_bytes > 0 writes model-0000i-of-0000n.safetensors shards of at most that size plus
 // model.safetensors.index.json. Copies `tokenizer_path` when given (as tokenizer.model, or an
 // HF tokenizer.json with its tokenizer_config.json).

@@ -5,6 +5,9 @@
 #include <ATen/autocast_mode.h>
 #include <torch/autograd.h>
 #include <torch/nn/functional/activation.h>
+#include <torch/nn/functional/dropout.h>
+#include <torch/nn/functional/linear.h>
+#include <torch/nn/init.h>
 
 #include <cmath>
 #include <cstdio>
@@ -172,8 +175,8 @@ torch::Tensor repeat_kv(const torch::Tensor& x, int64_t groups) {
   return x.unsqueeze(2).expand({B, H, groups, T, D}).reshape({B, H * groups, T, D});
 }
 
-torch::nn::Linear linear(int64_t in, int64_t out, bool bias = false) {
-  return torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(bias));
+torch::nn::Linear linear(int64_t in, int64_t out) {
+  return torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(false));
 }
 
 // q, k, v as SDPA receives them: cast to the autocast dtype when CUDA autocast is on (what
@@ -215,6 +218,62 @@ class ScopedCudaAutocast {
 
 }  // namespace
 
+ProjectionImpl::ProjectionImpl(int64_t in, int64_t out, bool with_bias) {
+  // Left uninitialized: make_model and the loaders fill every weight (initializing an 8B
+  // model's projections on the CPU only to overwrite them took minutes).
+  weight = register_parameter("weight", torch::empty({out, in}));
+  if (with_bias) bias = register_parameter("bias", torch::empty({out}));
+}
+
+torch::Tensor ProjectionImpl::forward(const torch::Tensor& x) {
+  auto y = F::linear(x, weight, bias);
+  if (!lora_A || !lora_enabled) return y;
+  auto h = x.to(lora_A->weight.scalar_type());
+  if (lora_dropout > 0 && is_training())
+    h = F::dropout(h, F::DropoutFuncOptions().p(lora_dropout).training(true));
+  // (α/r) · B A x: two thin matmuls, never the [out, in] product.
+  auto delta = F::linear(F::linear(h, lora_A->weight), lora_B->weight) * lora_scale;
+  return y + delta.to(y.scalar_type());
+}
+
+void ProjectionImpl::attach_lora(int64_t rank, double alpha, double dropout, at::Generator& gen) {
+  TORCH_CHECK(!lora_A, "projection already has an adapter");
+  const int64_t in = weight.size(1), out = weight.size(0);
+  auto opts = torch::TensorOptions().dtype(torch::kFloat32);
+  lora_A =
+      register_module("lora_A", torch::nn::Linear(torch::nn::LinearOptions(in, rank).bias(false)));
+  lora_B =
+      register_module("lora_B", torch::nn::Linear(torch::nn::LinearOptions(rank, out).bias(false)));
+  torch::NoGradGuard ng;
+  const double bound = 1.0 / std::sqrt(static_cast<double>(in));
+  lora_A->weight.set_data(
+      torch::empty({rank, in}, opts).uniform_(-bound, bound, gen).to(weight.device()));
+  lora_B->weight.set_data(torch::zeros({out, rank}, opts.device(weight.device())));
+  lora_scale = alpha / static_cast<double>(rank);
+  lora_dropout = dropout;
+}
+
+torch::Tensor ProjectionImpl::merged_weight() const {
+  if (!lora_A) return weight;
+  torch::NoGradGuard ng;
+  auto delta =
+      torch::matmul(lora_B->weight.to(torch::kFloat32), lora_A->weight.to(torch::kFloat32));
+  return (weight.to(torch::kFloat32) + lora_scale * delta).to(weight.scalar_type());
+}
+
+void ProjectionImpl::merge_lora() {
+  if (!lora_A) return;
+  {
+    torch::NoGradGuard ng;
+    weight.copy_(merged_weight());
+  }
+  unregister_module("lora_A");
+  unregister_module("lora_B");
+  lora_A = nullptr;
+  lora_B = nullptr;
+  lora_scale = 0.0;
+}
+
 RMSNormImpl::RMSNormImpl(int64_t dim, double eps_) : eps(eps_) {
   weight = register_parameter("weight", torch::ones({dim}));
 }
@@ -232,10 +291,10 @@ torch::Tensor RMSNormImpl::forward(const torch::Tensor& x) {
 
 AttentionImpl::AttentionImpl(const ModelShape& s)
     : n_heads(s.n_heads), n_kv_heads(s.n_kv_heads), head_dim(s.head_dim()) {
-  q_proj = register_module("q_proj", linear(s.d_model, n_heads * head_dim, s.qkv_bias));
-  k_proj = register_module("k_proj", linear(s.d_model, n_kv_heads * head_dim, s.qkv_bias));
-  v_proj = register_module("v_proj", linear(s.d_model, n_kv_heads * head_dim, s.qkv_bias));
-  o_proj = register_module("o_proj", linear(n_heads * head_dim, s.d_model, s.o_bias));
+  q_proj = register_module("q_proj", Projection(s.d_model, n_heads * head_dim, s.qkv_bias));
+  k_proj = register_module("k_proj", Projection(s.d_model, n_kv_heads * head_dim, s.qkv_bias));
+  v_proj = register_module("v_proj", Projection(s.d_model, n_kv_heads * head_dim, s.qkv_bias));
+  o_proj = register_module("o_proj", Projection(n_heads * head_dim, s.d_model, s.o_bias));
   if (s.qk_norm) {
     q_norm = register_module("q_norm", RMSNorm(head_dim, s.norm_eps));
     k_norm = register_module("k_norm", RMSNorm(head_dim, s.norm_eps));
@@ -320,9 +379,9 @@ torch::Tensor AttentionImpl::decode_static(const torch::Tensor& x, const torch::
 }
 
 MLPImpl::MLPImpl(const ModelShape& s) {
-  gate_proj = register_module("gate_proj", linear(s.d_model, s.d_ff));
-  up_proj = register_module("up_proj", linear(s.d_model, s.d_ff));
-  down_proj = register_module("down_proj", linear(s.d_ff, s.d_model));
+  gate_proj = register_module("gate_proj", Projection(s.d_model, s.d_ff, /*bias=*/false));
+  up_proj = register_module("up_proj", Projection(s.d_model, s.d_ff, /*bias=*/false));
+  down_proj = register_module("down_proj", Projection(s.d_ff, s.d_model, /*bias=*/false));
 }
 
 torch::Tensor MLPImpl::forward(const torch::Tensor& x) {
@@ -437,9 +496,61 @@ std::pair<torch::Tensor, torch::Tensor> LlamaModelImpl::rotary(
   return {emb.cos().to(dtype()), emb.sin().to(dtype())};
 }
 
+void LlamaModelImpl::add_lora(const LoraConfig& config, uint64_t seed,
+                              const std::string& base_dir) {
+  if (config.rank <= 0) throw UserError("model.lora.rank: must be > 0 to add adapters");
+  if (has_lora()) throw UserError("model.lora: this policy already carries adapters");
+  if (config.targets.empty()) throw UserError("model.lora.targets: name at least one projection");
+  auto gen = at::detail::createCPUGenerator(seed);
+  for (auto& p : parameters()) p.requires_grad_(false);  // the base is frozen
+  for (int64_t i = 0; i < shape_.n_layers; ++i) {
+    auto* layer = layers->ptr<DecoderLayerImpl>(i).get();
+    for (const std::string& t : config.targets) {
+      Projection p = t == "q_proj"      ? layer->self_attn->q_proj
+                     : t == "k_proj"    ? layer->self_attn->k_proj
+                     : t == "v_proj"    ? layer->self_attn->v_proj
+                     : t == "o_proj"    ? layer->self_attn->o_proj
+                     : t == "gate_proj" ? layer->mlp->gate_proj
+                     : t == "up_proj"   ? layer->mlp->up_proj
+                     : t == "down_proj" ? layer->mlp->down_proj
+                                        : Projection(nullptr);
+      if (!p)
+        throw UserError("model.lora.targets: \"" + t +
+                        "\" is not one of q_proj, k_proj, v_proj, "
+                        "o_proj, gate_proj, up_proj, down_proj");
+      p->attach_lora(config.rank, config.alpha, config.dropout, gen);
+    }
+  }
+  lora_ = config;
+  lora_base_dir_ = base_dir;
+}
+
+void LlamaModelImpl::set_lora_enabled(bool on) {
+  for (auto& m : modules(/*include_self=*/false))
+    if (auto* p = m->as<ProjectionImpl>()) p->lora_enabled = on;
+}
+
+void LlamaModelImpl::merge_lora() {
+  for (auto& m : modules(/*include_self=*/false))
+    if (auto* p = m->as<ProjectionImpl>()) p->merge_lora();
+  lora_ = LoraConfig{};
+  lora_.rank = 0;
+  lora_base_dir_.clear();
+}
+
+std::vector<std::pair<std::string, torch::Tensor>> LlamaModelImpl::lora_parameters() {
+  std::vector<std::pair<std::string, torch::Tensor>> out;
+  for (const auto& p : named_parameters())
+    if (p.key().find(".lora_") != std::string::npos) out.emplace_back(p.key(), p.value());
+  return out;
+}
+
 torch::Tensor LlamaModelImpl::run_layers(torch::Tensor x, const AttentionInputs& in,
                                          KVCache* cache) {
   const bool ckpt = checkpointing_ && is_training() && torch::GradMode::is_enabled() && !cache;
+  // A frozen embedding (LoRA) gives an input without grad: the checkpointed layers would then
+  // be cut off from autograd and their adapters get no gradient.
+  if (ckpt && !x.requires_grad()) x = x.detach().requires_grad_(true);
   for (int64_t i = 0; i < shape_.n_layers; ++i) {
     auto* layer = layers->ptr<DecoderLayerImpl>(i).get();
     if (ckpt) {
@@ -592,15 +703,107 @@ LlamaModel make_model(const ModelConfig& config, int64_t vocab_size, torch::Devi
   return model;
 }
 
+namespace {
+
+// The dtype the output head's matmul runs in: the autocast dtype under CUDA autocast (what
+// autocast would cast to), else the weight's. Backward runs on the autograd thread, where
+// autocast is off: it uses the dtype the forward recorded.
+at::ScalarType head_dtype(const torch::Tensor& h, const torch::Tensor& w) {
+  if (h.is_cuda() && at::autocast::is_autocast_enabled(at::kCUDA))
+    return at::autocast::get_autocast_dtype(at::kCUDA);
+  return w.scalar_type();
+}
+
+// fp32 logits of rows h [n, D] under the head weight w [V, D], the matmul in `dtype`.
+torch::Tensor head_logits(const torch::Tensor& h, const torch::Tensor& w, at::ScalarType dtype) {
+  return torch::matmul(h.to(dtype), w.to(dtype).t()).to(torch::kFloat32);
+}
+
+// log p(target) = z_t − logsumexp(z) for rows h [N, D], `rows` at a time; with `entropy`,
+// H = −Σ p log p = logsumexp(z) − Σ p z as well. Outputs [N] fp32.
+void chunked_logprobs(const torch::Tensor& h, const torch::Tensor& w, const torch::Tensor& targets,
+                      at::ScalarType dtype, int64_t rows, torch::Tensor& logp,
+                      torch::Tensor* entropy) {
+  const int64_t N = h.size(0);
+  logp = torch::empty({N}, h.options().dtype(torch::kFloat32));
+  for (int64_t s = 0; s < N; s += rows) {
+    const int64_t n = std::min(rows, N - s);
+    auto z = head_logits(h.narrow(0, s, n), w, dtype);
+    auto lse = z.logsumexp(-1);
+    logp.narrow(0, s, n).copy_(z.gather(-1, targets.narrow(0, s, n).unsqueeze(-1)).squeeze(-1) -
+                               lse);
+    if (entropy) {
+      auto p = (z - lse.unsqueeze(-1)).exp();
+      entropy->narrow(0, s, n).copy_(lse - (p * z).sum(-1));
+    }
+  }
+}
+
+// The same as a differentiable op whose backward recomputes each chunk's logits:
+//   ∂ log p(t) / ∂z = onehot(t) − softmax(z),  ∂/∂h = (∂/∂z) W,  ∂/∂W = (∂/∂z)ᵀ h.
+// `entropy` (an input that needs no gradient) is filled as a side output.
+struct ChunkedLogprob : public torch::autograd::Function<ChunkedLogprob> {
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, torch::Tensor h,
+                               torch::Tensor w, torch::Tensor targets, torch::Tensor entropy,
+                               int64_t rows) {
+    const at::ScalarType dtype = head_dtype(h, w);
+    ctx->save_for_backward({h, w, targets});
+    ctx->saved_data["rows"] = rows;
+    ctx->saved_data["dtype"] = static_cast<int64_t>(dtype);
+    torch::Tensor logp;
+    chunked_logprobs(h, w, targets, dtype, rows, logp, entropy.numel() ? &entropy : nullptr);
+    return logp;
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grad_out) {
+    auto saved = ctx->get_saved_variables();
+    const torch::Tensor &h = saved[0], &w = saved[1], &targets = saved[2];
+    const int64_t rows = ctx->saved_data["rows"].toInt();
+    const auto dtype = static_cast<at::ScalarType>(ctx->saved_data["dtype"].toInt());
+    const bool need_h = ctx->needs_input_grad(0), need_w = ctx->needs_input_grad(1);
+    const auto g = grad_out[0].to(torch::kFloat32);
+    const int64_t N = h.size(0);
+    torch::Tensor gh = need_h ? torch::empty_like(h) : torch::Tensor();
+    torch::Tensor gw =
+        need_w ? torch::zeros(w.sizes(), w.options().dtype(torch::kFloat32)) : torch::Tensor();
+    const auto wd = w.to(dtype);
+    for (int64_t s = 0; s < N; s += rows) {
+      const int64_t n = std::min(rows, N - s);
+      const auto hc = h.narrow(0, s, n);
+      auto gz = -head_logits(hc, w, dtype).softmax(-1);
+      gz.scatter_add_(-1, targets.narrow(0, s, n).unsqueeze(-1), torch::ones({n, 1}, gz.options()));
+      gz = (gz * g.narrow(0, s, n).unsqueeze(-1)).to(dtype);
+      if (need_h) gh.narrow(0, s, n).copy_(torch::matmul(gz, wd));
+      if (need_w) gw.add_(torch::matmul(gz.t(), hc.to(dtype)).to(torch::kFloat32));
+    }
+    return {gh, need_w ? gw.to(w.scalar_type()) : torch::Tensor(), torch::Tensor(), torch::Tensor(),
+            torch::Tensor()};
+  }
+};
+
+}  // namespace
+
 torch::Tensor token_logprobs(LlamaModel& model, const torch::Tensor& tokens,
-                             const torch::Tensor& attention_mask, torch::Tensor* entropy) {
+                             const torch::Tensor& attention_mask, torch::Tensor* entropy,
+                             int64_t chunk_bytes) {
   TORCH_CHECK(tokens.dim() == 2 && tokens.size(1) >= 2, "token_logprobs needs tokens [B, T>=2]");
-  const int64_t T = tokens.size(1);
-  auto h = model->hidden(tokens, attention_mask);
-  auto logp = model->logits(h.narrow(1, 0, T - 1)).to(torch::kFloat32).log_softmax(-1);
-  auto out = logp.gather(-1, tokens.narrow(1, 1, T - 1).unsqueeze(-1)).squeeze(-1);
-  if (entropy) *entropy = -(logp.exp() * logp).sum(-1);  // H = -Σ p log p
-  return out;
+  const int64_t B = tokens.size(0), T = tokens.size(1);
+  auto h = model->hidden(tokens, attention_mask).narrow(1, 0, T - 1);
+  const auto hf = h.reshape({B * (T - 1), h.size(-1)});
+  const auto targets = tokens.narrow(1, 1, T - 1).reshape({-1});
+  const torch::Tensor w = model->lm_head ? model->lm_head->weight : model->embed_tokens->weight;
+  const int64_t budget = chunk_bytes > 0 ? chunk_bytes : kLogprobChunkBytes;
+  const int64_t rows = std::max<int64_t>(1, budget / (w.size(0) * 4));
+  torch::Tensor ent = entropy ? torch::empty({B * (T - 1)}, hf.options().dtype(torch::kFloat32))
+                              : torch::empty({0}, hf.options().dtype(torch::kFloat32));
+  torch::Tensor logp;
+  if (torch::GradMode::is_enabled() && (hf.requires_grad() || w.requires_grad())) {
+    logp = ChunkedLogprob::apply(hf, w, targets, ent, rows);
+  } else {
+    chunked_logprobs(hf, w, targets, head_dtype(hf, w), rows, logp, entropy ? &ent : nullptr);
+  }
+  if (entropy) *entropy = ent.view({B, T - 1});
+  return logp.view({B, T - 1});
 }
 
 torch::Tensor reference_attention(const torch::Tensor& q, const torch::Tensor& k,

@@ -15,6 +15,11 @@
 // log-softmax in fp32. The trainer instead keeps fp32 weights and runs under bf16 autocast
 // (trainer/train_utils.h); a checkpointed layer recomputes under the forward's autocast state.
 //
+// LoRA (model_config.h's LoraConfig): every q/k/v/o/gate/up/down projection is a Projection
+// that may carry an adapter (lora_A, lora_B; PEFT's names); add_lora() attaches them to the
+// configured targets and freezes every other parameter, LoraOff switches them off (the GRPO
+// KL reference: the base model, no second copy of the weights), merge_lora() folds them in.
+//
 // Parameter names equal HF LlamaForCausalLM's (Qwen2/Qwen3ForCausalLM's) without the "model."
 // prefix (embed_tokens.weight, layers.N.self_attn.q_proj.weight, q_proj.bias, q_norm.weight,
 // ..., norm.weight, lm_head.weight).
@@ -115,6 +120,28 @@ class RMSNormImpl : public torch::nn::Module {
 };
 TORCH_MODULE(RMSNorm);
 
+// A linear projection y = x Wᵀ (+ b) that may carry a LoRA adapter:
+//   y = x Wᵀ + b + (α/r) · dropout(x) Aᵀ Bᵀ   (Hu et al. 2021, Eq. 3)
+// with A [r, in] and B [out, r] in fp32 whatever W's dtype (the adapter's input is cast to fp32
+// and its output back; under autocast both run in bf16 with fp32 parameters).
+class ProjectionImpl : public torch::nn::Module {
+ public:
+  ProjectionImpl(int64_t in, int64_t out, bool bias);
+  torch::Tensor forward(const torch::Tensor& x);
+  // Attaches an adapter: A ~ U(±1/√in) (PEFT's kaiming_uniform(a=√5)), B = 0, scale α/r.
+  void attach_lora(int64_t rank, double alpha, double dropout, at::Generator& gen);
+  bool has_lora() const { return !lora_A.is_empty(); }
+  // W + (α/r) B A in W's dtype (computed in fp32); W itself without an adapter.
+  torch::Tensor merged_weight() const;
+  // W <- merged_weight(), and the adapter removed.
+  void merge_lora();
+  torch::Tensor weight, bias;                          // bias undefined when absent
+  torch::nn::Linear lora_A{nullptr}, lora_B{nullptr};  // empty holders when no adapter
+  double lora_scale = 0.0, lora_dropout = 0.0;
+  bool lora_enabled = true;
+};
+TORCH_MODULE(Projection);
+
 class AttentionImpl : public torch::nn::Module {
  public:
   explicit AttentionImpl(const ModelShape& s);
@@ -130,7 +157,7 @@ class AttentionImpl : public torch::nn::Module {
   torch::Tensor decode_static(const torch::Tensor& x, const torch::Tensor& cos,
                               const torch::Tensor& sin, KVCache& cache, int64_t layer,
                               const torch::Tensor& slot, const torch::Tensor& bias);
-  torch::nn::Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
+  Projection q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
   RMSNorm q_norm{nullptr}, k_norm{nullptr};  // Qwen3 only (ModelShape.qk_norm)
   int64_t n_heads, n_kv_heads, head_dim;
 
@@ -146,7 +173,7 @@ class MLPImpl : public torch::nn::Module {
  public:
   explicit MLPImpl(const ModelShape& s);
   torch::Tensor forward(const torch::Tensor& x);  // down(silu(gate(x)) * up(x))
-  torch::nn::Linear gate_proj{nullptr}, up_proj{nullptr}, down_proj{nullptr};
+  Projection gate_proj{nullptr}, up_proj{nullptr}, down_proj{nullptr};
 };
 TORCH_MODULE(MLP);
 
@@ -201,6 +228,20 @@ class LlamaModelImpl : public torch::nn::Module {
   void set_activation_checkpointing(bool on) { checkpointing_ = on; }
   bool activation_checkpointing() const { return checkpointing_; }
 
+  // LoRA: attaches adapters (seeded) to config.targets in every layer and freezes every other
+  // parameter. `base_dir` is the checkpoint the frozen weights came from (a LoRA checkpoint
+  // saves only the adapters and names it). Throws UserError on a bad target or rank.
+  void add_lora(const LoraConfig& config, uint64_t seed, const std::string& base_dir = "");
+  bool has_lora() const { return lora_.rank > 0; }
+  const LoraConfig& lora() const { return lora_; }
+  const std::string& lora_base_dir() const { return lora_base_dir_; }
+  void set_lora_enabled(bool on);
+  // Folds every adapter into its weight and removes it (the model is plain again, still frozen
+  // where it was).
+  void merge_lora();
+  // The adapters' parameters, by name (empty without LoRA).
+  std::vector<std::pair<std::string, torch::Tensor>> lora_parameters();
+
   torch::nn::Embedding embed_tokens{nullptr};
   torch::nn::ModuleList layers{nullptr};
   RMSNorm norm{nullptr};
@@ -213,8 +254,23 @@ class LlamaModelImpl : public torch::nn::Module {
   // to the device rotary() runs on.
   mutable torch::Tensor inv_freq_;
   bool checkpointing_ = false;
+  LoraConfig lora_;
+  std::string lora_base_dir_;
 };
 TORCH_MODULE(LlamaModel);
+
+// Switches a model's adapters off for its lifetime (the frozen base model: GRPO's KL
+// reference), restoring them after.
+class LoraOff {
+ public:
+  explicit LoraOff(LlamaModel& model) : model_(model) { model_->set_lora_enabled(false); }
+  ~LoraOff() { model_->set_lora_enabled(true); }
+  LoraOff(const LoraOff&) = delete;
+  LoraOff& operator=(const LoraOff&) = delete;
+
+ private:
+  LlamaModel& model_;
+};
 
 // A randomly initialized model (HF's init: normal(0, 0.02) weights, unit norms) on `device`
 // in `dtype`, seeded by `seed` (the global torch RNG is left as it was).
@@ -228,10 +284,14 @@ LlamaModel make_model(const ModelConfig& config, int64_t vocab_size, torch::Devi
 
 // Log-probabilities of tokens[:, 1:] under a full forward: [B, T-1] fp32, differentiable.
 // logprob[b, t] = log softmax(logits[b, t])[tokens[b, t+1]]. `attention_mask` as in forward().
-// If `entropy` is given it receives the per-position entropy -Σ p log p, [B, T-1] fp32.
+// If `entropy` is given it receives the per-position entropy -Σ p log p, [B, T-1] fp32 (no
+// gradient). The vocabulary dimension is never held whole: positions go through the output
+// head in chunks of about `chunk_bytes` of fp32 logits (0: kLogprobChunkBytes), and backward
+// recomputes each chunk's logits, so a 150k vocabulary costs O(chunk · V), not O(B · T · V).
+inline constexpr int64_t kLogprobChunkBytes = int64_t{256} << 20;
 torch::Tensor token_logprobs(LlamaModel& model, const torch::Tensor& tokens,
                              const torch::Tensor& attention_mask = {},
-                             torch::Tensor* entropy = nullptr);
+                             torch::Tensor* entropy = nullptr, int64_t chunk_bytes = 0);
 
 // RoPE inverse frequencies [head_dim/2] fp32 for `shape` (θ and rope_scaling), as HF computes.
 torch::Tensor rope_inv_freq(const ModelShape& shape);

@@ -11,7 +11,8 @@
  *
  * A candidate may use CUDA C++, inline PTX and intrinsics, CuTe and CUTLASS (the evaluator
  * compiles with the CUTLASS headers of reward.include_dirs on the include path, nvcc -O3
- * -std=c++17 --expt-relaxed-constexpr for the device's arch, sm_90a on Hopper). It may not
+ * -DNDEBUG -std=c++17 --expt-relaxed-constexpr for the device's arch, sm_90a on Hopper: a
+ * release build, so assert() is compiled out; g++ -O2 -DNDEBUG on the host backend). It may not
  * create streams, events or graphs, allocate, synchronize the device, or call cuBLAS, cuDNN or
  * LibTorch in HGEMM tasks (the static screen names the rule).
  *

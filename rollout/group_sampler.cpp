@@ -1,6 +1,7 @@
 #include "rollout/group_sampler.h"
 
 #include "common/error.h"
+#include "model/chat_format.h"
 #include "model/generate.h"
 
 namespace kernelrl {
@@ -34,6 +35,7 @@ PromptGroup make_prompt_group(const TaskSpec& task, PromptParts parts, const Tok
     parts.exemplars.erase(parts.exemplars.begin());  // worst first: drop the lowest score
   }
   g.exemplars_used = static_cast<int64_t>(parts.exemplars.size());
+  g.turn_end = turn_end(parts.prompt_format);
   return g;
 }
 
@@ -56,6 +58,11 @@ std::vector<Rollout> sample_groups(LlamaModel& model, const Tokenizer& tokenizer
   const int64_t end_id = tokenizer.piece_to_id(kEndMarker);
   if (end_id != tokenizer.unk_id()) opts.eos_ids.push_back(end_id);
   if (tokenizer.eos_id() >= 0) opts.eos_ids.push_back(tokenizer.eos_id());
+  if (!groups.empty() && !groups[0].turn_end.empty()) {  // a chat format's end of turn
+    opts.stop_strings.push_back(groups[0].turn_end);
+    const int64_t turn_id = tokenizer.piece_to_id(groups[0].turn_end);
+    if (turn_id >= 0 && turn_id != tokenizer.unk_id()) opts.eos_ids.push_back(turn_id);
+  }
   GenerationResult res = generate(model, prompts, opts, &tokenizer);
   std::vector<Rollout> out(prompts.size());
   for (size_t i = 0; i < prompts.size(); ++i) {

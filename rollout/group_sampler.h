@@ -18,19 +18,20 @@ namespace kernelrl {
 struct PromptGroup {
   TaskSpec task;
   std::string prompt;
-  std::vector<int64_t> prompt_ids;   // with bos when the tokenizer has one
-  int64_t exemplars_used = 0;        // after dropping those that did not fit
+  std::vector<int64_t> prompt_ids;  // with bos when the tokenizer has one
+  int64_t exemplars_used = 0;       // after dropping those that did not fit
+  std::string turn_end;             // the chat format's end-of-turn token ("" for raw): a stop
 };
 
 struct Rollout {
-  size_t group = 0;                  // index into the PromptGroup list
-  std::vector<int64_t> completion;   // sampled token ids
+  size_t group = 0;                    // index into the PromptGroup list
+  std::vector<int64_t> completion;     // sampled token ids
   std::vector<float> sample_logprobs;  // under the sampling policy, before temperature/top-k/p
   // Per completion token, under the training forward of the policy that sampled the row, when
   // the row was sampled a step ahead (rollout.overlap); empty: the update computes π_old itself.
   std::vector<float> policy_logprobs;
   std::string text;
-  std::string finish_reason;         // eos | stop | length
+  std::string finish_reason;  // eos | stop | length
   ParsedResponse parsed;
 };
 
@@ -44,8 +45,9 @@ PromptGroup make_prompt_group(const TaskSpec& task, PromptParts parts, const Tok
 // draw as rows first_row, first_row + 1, ... of a larger batch (a data-parallel rank's share).
 std::vector<Rollout> sample_groups(LlamaModel& model, const Tokenizer& tokenizer,
                                    const std::vector<PromptGroup>& groups, int64_t group_size,
-                                   const SamplingConfig& sampling, const std::string& response_format,
-                                   uint64_t seed, int64_t* generated_tokens = nullptr,
-                                   double* seconds = nullptr, int64_t first_row = 0);
+                                   const SamplingConfig& sampling,
+                                   const std::string& response_format, uint64_t seed,
+                                   int64_t* generated_tokens = nullptr, double* seconds = nullptr,
+                                   int64_t first_row = 0);
 
 }  // namespace kernelrl

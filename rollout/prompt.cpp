@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "data/tokenizer.h"
+#include "model/chat_format.h"
 
 namespace kernelrl {
 namespace {
@@ -88,6 +89,10 @@ std::string build_prompt(const TaskSpec& task, const PromptParts& parts) {
       << (parts.previous_code.empty() ? std::string("(no code)") : parts.previous_code) << "\n"
       << "The evaluator's verdict: " << parts.previous_verdict << "\n"
       << "Write a revised kernel: fix what failed, or make it faster if it passed.\n";
+  }
+  if (parts.prompt_format != "raw") {  // a user turn: ask for code the way chat models answer
+    p << "Reply with the complete kernel source in one ```cuda code block.";
+    return format_prompt(parts.prompt_format, p.str());
   }
   p << (parts.response_format == "sections" ? kAnalysisMarker : kCodeMarker);
   return p.str();

@@ -17,11 +17,14 @@
 namespace kernelrl {
 
 struct PromptParts {
-  std::string context;           // retrieved documentation passages (may be empty)
-  std::string profile;           // profiling metrics of earlier candidates (may be empty)
-  std::vector<Exemplar> exemplars;  // scored earlier kernels, worst first
+  std::string context;                   // retrieved documentation passages (may be empty)
+  std::string profile;                   // profiling metrics of earlier candidates (may be empty)
+  std::vector<Exemplar> exemplars;       // scored earlier kernels, worst first
   std::string response_format = "code";  // code | sections
-  std::string backend = "gpu";   // gpu: CUDA C++ for nvcc | host: C++ for g++ (CPU backend)
+  std::string backend = "gpu";           // gpu: CUDA C++ for nvcc | host: C++ for g++ (CPU backend)
+  // model.prompt_format: raw (the sections above) | chatml | llama3 (the same request as a
+  // user turn, asking for a fenced code block; model/chat_format.h).
+  std::string prompt_format = "raw";
   // Multi-turn refinement (turn > 1): the policy's previous kernel for this task and what the
   // evaluator said of it; the prompt then asks for a revision (no exemplars on later turns).
   std::string previous_code;
@@ -40,7 +43,8 @@ std::string describe_task(const TaskSpec& task, const std::string& backend);
 // triplets with the same text, so the policy has seen its RL prompts before RL starts.
 std::string task_instruction(const TaskSpec& task, const PromptParts& parts);
 
-// The full prompt text (ends with the code marker, or the analysis marker for `sections`).
+// The full prompt text (ends with the code marker, or the analysis marker for `sections`; in a
+// chat format, with the opening of the assistant's turn).
 std::string build_prompt(const TaskSpec& task, const PromptParts& parts);
 
 struct ParsedResponse {

@@ -74,6 +74,7 @@ void seed_pool(ExemplarStore& pool, Evaluator& ev, const TaskSpec& task, int64_t
 // step still waited for it after generating; wall is the step's wall-clock time.
 struct StepTimes {
   double prompts = 0, generate = 0, compile = 0, compile_wait = 0, time = 0, update = 0, wall = 0;
+  int64_t tokens = 0;  // tokens generated within this step's wall time (the next step's too)
 };
 
 // Rows sampled a step ahead (rollout.overlap): the next step's prompts and completions, with
@@ -127,11 +128,11 @@ class RlStage {
     auto clock = Clock::now();
     std::vector<PromptGroup> groups;
     std::vector<Rollout> rollouts;
-    int64_t generated = 0;
+    int64_t generated = 0, inherited = 0;
     if (pending_) {  // sampled a step ahead, by the policy before the last update
       groups = std::move(pending_->groups);
       rollouts = std::move(pending_->rollouts);
-      generated = pending_->generated;
+      generated = inherited = pending_->generated;
       pending_.reset();
     } else {
       groups = pick_prompts(seed, 0, prompts_per_step(), state_.step);
@@ -151,8 +152,9 @@ class RlStage {
     GrpoUpdateStats upd = update(groups, rollouts, adv, lr);
     t.update = lap(clock);
     t.wall = since(step_start);
+    t.tokens += generated - inherited;
     ++state_.step;
-    log(rollouts, scored, smoothed, adv, upd, lr, t, generated, rounds);
+    log(rollouts, scored, smoothed, adv, upd, lr, t, rounds);
     checkpoint_if_due();
   }
 
@@ -186,6 +188,7 @@ class RlStage {
       PromptParts parts;
       parts.response_format = ro_.response_format;
       parts.backend = backend_;
+      parts.prompt_format = job_.model.prompt_format;
       parts.exemplars = sample_exemplars(exemplars_->pool(task.name, step), ro_.n_exemplars,
                                          ro_.n_buckets, ro_.exemplar_temperature, erng);
       groups.push_back(make_prompt_group(task, parts, tok_, shape_.max_seq_len,
@@ -260,6 +263,7 @@ class RlStage {
       throw;
     }
     t->generate += lap(clock);
+    t->tokens += ahead.generated;
     t->compile = compiled.get();
     t->compile_wait = lap(clock);
     pending_ = std::move(ahead);
@@ -445,6 +449,7 @@ class RlStage {
     PromptParts parts;
     parts.response_format = ro_.response_format;
     parts.backend = backend_;
+    parts.prompt_format = job_.model.prompt_format;
     parts.previous_code = previous.parsed.ok ? previous.parsed.code : previous.text;
     parts.previous_verdict = verdict_of(verdict);
     for (int cut = 0;; ++cut) {
@@ -522,6 +527,10 @@ class RlStage {
       row.masked_scatter_(at, torch::tensor(lp, torch::kFloat32));
     }
     torch::Tensor logp_ref = reference_ ? rl_logprobs(reference_, batch, stage_.batch_size, shard) : torch::Tensor();
+    if (lora_ && grpo_.kl_coef > 0) {  // LoRA: the KL reference is the base, adapters off
+      LoraOff base(model_);
+      logp_ref = rl_logprobs(model_, batch, stage_.batch_size, shard);
+    }
     GrpoUpdateStats upd = grpo_update(model_, *optimizer_, batch, adv.advantages, adv.valid, logp_old,
                                       logp_ref, grpo_, stage_.batch_size, stage_.optimizer.grad_clip,
                                       /*fused_adamw=*/true, grad_sync_.get(), shard);
@@ -533,7 +542,7 @@ class RlStage {
   //    ratio_mean and grad_norm are pass 0's (on-policy); *_last the last pass's when μ > 1.
   void log(const std::vector<Rollout>& rollouts, const std::vector<Scored>& scored,
            const std::vector<double>& smoothed, const GroupAdvantages& adv,
-           const GrpoUpdateStats& upd, double lr, const StepTimes& t, int64_t generated,
+           const GrpoUpdateStats& upd, double lr, const StepTimes& t,
            int64_t resample_rounds) {
     auto rate = [&](auto pred) {
       double n = 0;
@@ -593,7 +602,7 @@ class RlStage {
         {"overlap", ro_.overlap},
         {"update_s", t.update},
         {"step_s", step_s},
-        {"tokens_per_s", t.generate > 0 ? static_cast<double>(generated) / t.generate : 0.0},
+        {"tokens_per_s", t.generate > 0 ? static_cast<double>(t.tokens) / t.generate : 0.0},
         {"candidates", static_cast<int64_t>(scored.size())},
         {"advantages", advantages_of(adv)}};
     if (ro_.turns > 1) {  // per turn: correct rate and mean reward
@@ -684,7 +693,7 @@ class RlStage {
     if (dist::group()) dist::group()->check_same("parameters " + when, dist::tensors_hash(model_->parameters()));
   }
   void refresh_sampler() {  // the bf16 sampling copy follows the policy after every update
-    if (!cuda_) return;
+    if (sampler_.ptr() == model_.ptr()) return;  // CPU, or LoRA: no copy
     torch::NoGradGuard ng;
     auto src = model_->named_parameters();
     for (auto& p : sampler_->named_parameters()) p.value().copy_(src[p.key()]);
@@ -702,6 +711,7 @@ class RlStage {
   fs::path tokenizer_path_;
   Tokenizer tok_;
   LlamaModel model_{nullptr}, sampler_{nullptr}, reference_{nullptr};
+  bool lora_ = false;  // adapters over a frozen base: one copy samples, trains and is the reference
   ModelShape shape_;
   std::unique_ptr<torch::optim::AdamW> optimizer_;
   TrainState state_;
@@ -723,9 +733,16 @@ fs::path resume_dir_of(StageContext& ctx) {
                       : std::nullopt;
   if (ctx.init_checkpoint.empty() && !d)
     throw UserError("stage \"" + ctx.stage.name + "\" (" + ctx.stage.kind +
-                    ") starts from a policy checkpoint: put a pretrain stage before it in "
-                    "trainer.stages, or run that stage first in this run directory");
+                    ") starts from a policy checkpoint: set model.hf_path to a pretrained "
+                    "checkpoint, put a pretrain stage before it in trainer.stages, or run that "
+                    "stage first in this run directory");
   return d ? *d : fs::path();
+}
+
+// The policy's dtype as loaded: fp32 master weights, except a LoRA base on CUDA, frozen in
+// bf16 (its fp32 adapters are the only master weights; model/checkpoint.h).
+torch::Dtype policy_dtype(const StageContext& ctx, const torch::Device& device) {
+  return ctx.job.model.lora.rank > 0 && device.is_cuda() ? torch::kBFloat16 : torch::kFloat32;
 }
 
 Tokenizer tokenizer_of(const Checkpoint& c, fs::path* path) {
@@ -744,7 +761,7 @@ RlStage::RlStage(StageContext& ctx)
       cuda_(device_.is_cuda()),
       resume_dir_(resume_dir_of(ctx)),
       start_(load_checkpoint(resume_dir_.empty() ? ctx.init_checkpoint : resume_dir_, device_,
-                             torch::kFloat32)),
+                             policy_dtype(ctx, device_))),
       tok_(tokenizer_of(start_, &tokenizer_path_)),
       smoother_(ctx.stage.grpo),
       tb_(dist::is_main() ? ctx.run_dir.root() / "tensorboard" / ctx.stage.name : fs::path()),
@@ -753,14 +770,19 @@ RlStage::RlStage(StageContext& ctx)
   const fs::path& init = ctx.init_checkpoint;
   model_ = start_.model;
   shape_ = model_->shape();
-  if (grpo_.kl_coef > 0) {
+  model_->set_activation_checkpointing(job_.model.activation_checkpointing);
+  if (job_.model.lora.rank > 0 && !model_->has_lora())  // the base stays where it was read
+    add_lora_adapters(model_, job_.model.lora, static_cast<uint64_t>(job_.run.seed),
+                      start_.dir.string());
+  lora_ = model_->has_lora();
+  if (grpo_.kl_coef > 0 && !lora_) {
     // The frozen reference is the stage's starting policy (the previous stage's result).
     reference_ = load_checkpoint(init.empty() ? start_.dir : init, device_, torch::kFloat32).model;
     reference_->eval();
     for (auto& p : reference_->parameters()) p.requires_grad_(false);
   }
   // Sampling on CUDA runs a bf16 copy refreshed after every update; on the CPU the policy itself.
-  sampler_ = cuda_ ? load_checkpoint(start_.dir, device_, torch::kBFloat16).model : model_;
+  sampler_ = cuda_ && !lora_ ? load_checkpoint(start_.dir, device_, torch::kBFloat16).model : model_;
   optimizer_ = make_adamw(*model_, stage_.optimizer);
   if (!resume_dir_.empty()) {
     state_ = load_train_state(resume_dir_, *optimizer_);
@@ -797,16 +819,21 @@ RlStage::RlStage(StageContext& ctx)
     grad_sync_ = std::make_unique<GradSync>(*group, model_->parameters(), job_.run.dist.bucket_mb << 20);
   }
   if (state_.extra.contains("pending")) {
-    if (!ro_.overlap)
+    if (!ro_.overlap) {
       KRL_LOG(warn) << "resuming with rollout.overlap: 0 from a checkpoint written with it on: "
                        "the rows sampled ahead are trained on first";
+    }
     pending_ = pending_from(state_.extra.at("pending"));
   }
   KRL_LOG(info) << "stage " << stage_.name << ": " << tasks_.size() << " tasks on the " << backend_
                 << " backend (" << evaluator_->device_name() << "), policy " << shape_.describe();
-  if (backend_ == "host" && stage_.kind == "hgemm_rl")
+  if (backend_ == "host" && stage_.kind == "hgemm_rl") {
     KRL_LOG(warn) << "no GPU: HGEMM candidates are C++ kernels timed on the CPU (host backend); "
                      "CUDA kernels need a GPU";
+  }
+  if (job_.model.prompt_format != "raw" && ro_.response_format != "code")
+    throw ConfigError("rollout.response_format: a chat model.prompt_format (" +
+                      job_.model.prompt_format + ") asks for a fenced code block: use code");
   if (ro_.demonstrations > 0 && ro_.response_format != "code")
     throw ConfigError("rollout.demonstrations: needs rollout.response_format: code");
   if (ro_.turns > 1 && (ro_.demonstrations > 0 || ro_.dynamic_sampling_rounds > 0))

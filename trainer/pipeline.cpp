@@ -90,6 +90,12 @@ std::filesystem::path run_pipeline(const JobConfig& job, const PipelineOptions& 
     if (&s == stages.front()) break;
     if (auto dir = latest_stage_checkpoint(run_dir.checkpoints_dir(), s.name)) checkpoint = *dir;
   }
+  // Else a pretrained checkpoint the user points at (model.hf_path): its weights and tokenizer.
+  if (checkpoint.empty() && !job.model.hf_path.empty()) {
+    if (!std::filesystem::is_directory(job.model.hf_path))
+      throw UserError("model.hf_path: " + job.model.hf_path + " is not a directory");
+    checkpoint = job.model.hf_path;
+  }
   for (size_t i = 0; i < stages.size(); ++i) {
     StageContext ctx{job, *stages[i], run_dir, metrics, checkpoint, run_dir.resumed()};
     KRL_LOG(info) << "stage " << stages[i]->name << " (" << stages[i]->kind << ")";

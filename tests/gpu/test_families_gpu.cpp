@@ -181,7 +181,9 @@ TEST(FamiliesGpu, WgmmaSamplePassesTheEvaluatorAndABrokenOneFails) {
 TEST(FamiliesGpu, CutlassSamplePassesTheEvaluatorAndABrokenOneFails) {
   REQUIRE_CUDA();
   testing::ScratchDir dir;
-  Evaluator ev(gpu_config(dir), dir / "results.sqlite");
+  RewardConfig cfg = gpu_config(dir);
+  cfg.compile_timeout_s = 600;  // nvcc takes ~1-2 min of a core per CUTLASS sm90 kernel
+  Evaluator ev(cfg, dir / "results.sqlite");
   if (ev.arch() != "sm_90a") GTEST_SKIP() << "hgemm_cutlass needs sm_90a, device is " << ev.arch();
   auto knobs = [](int bm, int bn, int cm, int cn, int sched, int swizzle) {
     return [=](const KernelVariant& v) {

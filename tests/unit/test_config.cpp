@@ -211,7 +211,7 @@ TEST(Config, DuplicateStageNamesAreRejected) {
 }
 
 TEST(Config, ShippedConfigsLoad) {
-  for (const char* name : {"quickstart.yaml", "debug.yaml", "pipeline.yaml"}) {
+  for (const char* name : {"quickstart.yaml", "debug.yaml", "pipeline.yaml", "hf-policy.yaml"}) {
     SCOPED_TRACE(name);
     JobConfig job = load_job_config(std::filesystem::path(KERNELRL_SOURCE_DIR) / "configs" / name, {});
     EXPECT_FALSE(job.trainer.stages.empty());

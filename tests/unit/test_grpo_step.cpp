@@ -2,10 +2,12 @@
 // independent references: the padded batch and its t−1 target mask written out by hand; the
 // gradients of grpo_update with micro-batches of 1 row and of all rows against one full-batch
 // surrogate computed directly (token-mean and sequence-mean); the first pass's ratio is exactly
-// 1 when π_old comes from the same forward path; rows of zero-spread groups take no part.
+// 1 when π_old comes from the same forward path; rows of zero-spread groups take no part; a LoRA
+// update changes only the adapters and its KL reference is the base (adapters off).
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include "model/checkpoint.h"
 #include "trainer/grpo.h"
 #include "trainer/grpo_step.h"
 #include "trainer/train_utils.h"
@@ -165,6 +167,52 @@ TEST(GrpoStep, RowsOfZeroSpreadGroupsTakeNoPart) {
   s.valid = torch::zeros({4}, torch::kBool);
   auto none = grpo_update(m, *opt, s.batch, s.adv, s.valid, logp_old, {}, cfg, 1, 0.0, false);
   EXPECT_TRUE(none.passes.empty());
+}
+
+// LoRA through the GRPO update (the RL stage's path): π_ref is the base with adapters off
+// (LoraOff), make_adamw takes the adapters only, and μ = 2 passes with a KL term change the
+// adapters and nothing else; afterwards LoraOff still gives the base's log-probs exactly.
+TEST(GrpoStep, LoraUpdateChangesOnlyAdaptersAndTheReferenceIsTheBase) {
+  Fixture s = make_fixture();
+  GrpoConfig cfg;
+  cfg.updates_per_batch = 2;
+  cfg.kl_coef = 0.1;
+  OptimizerConfig oc;
+  oc.lr = 1e-2;
+  auto m = make_model(preset_shape("tiny", kVocab), torch::kCPU, torch::kFloat32, 5);
+  const auto base_logp = rl_logprobs(m, s.batch, 2);
+  LoraConfig lc;
+  lc.rank = 4;
+  lc.targets = {"q_proj", "v_proj", "gate_proj", "down_proj"};
+  add_lora_adapters(m, lc, /*seed=*/1, /*base_dir=*/"");
+  std::map<std::string, torch::Tensor> before;
+  for (const auto& p : m->named_parameters()) before[p.key()] = p.value().detach().clone();
+  m->train();
+  auto opt = make_adamw(*m, oc);
+  int64_t in_optimizer = 0;
+  for (const auto& g : opt->param_groups()) in_optimizer += static_cast<int64_t>(g.params().size());
+  EXPECT_EQ(in_optimizer, static_cast<int64_t>(m->lora_parameters().size()));
+  const auto logp_old = rl_logprobs(m, s.batch, 2);
+  torch::Tensor logp_ref;
+  {
+    LoraOff base(m);
+    logp_ref = rl_logprobs(m, s.batch, 2);
+  }
+  EXPECT_TRUE(torch::equal(logp_ref, base_logp));
+  EXPECT_TRUE(torch::equal(logp_old, base_logp));  // B = 0: the adapters start as the identity
+  auto st = grpo_update(m, *opt, s.batch, s.adv, s.valid, logp_old, logp_ref, cfg, 2, 1.0, false);
+  ASSERT_EQ(st.passes.size(), 2u);
+  EXPECT_EQ(st.passes[0].kl, 0.0);  // π = π_ref before the first step
+  EXPECT_GT(st.passes[1].kl, 0.0);
+  for (const auto& p : m->named_parameters()) {
+    const bool adapter = p.key().find(".lora_") != std::string::npos;
+    EXPECT_EQ(!torch::equal(p.value(), before[p.key()]), adapter) << p.key();
+  }
+  {
+    LoraOff base(m);
+    EXPECT_TRUE(torch::equal(rl_logprobs(m, s.batch, 2), base_logp));
+  }
+  EXPECT_FALSE(torch::equal(rl_logprobs(m, s.batch, 2), base_logp));
 }
 
 }  // namespace

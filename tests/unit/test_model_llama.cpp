@@ -228,6 +228,47 @@ TEST(Model, TokenLogprobsAreLogSoftmaxOfTheNextToken) {
     }
 }
 
+// Chunked over positions (3 rows of logits at a time here), token_logprobs gives the values,
+// entropies and parameter gradients of the plain log_softmax over whole logits (fp64 reference
+// built from forward(); metric max |Δ|, threshold 1e-5 values, 1e-5 relative gradients), tied
+// and untied heads.
+TEST(Model, ChunkedTokenLogprobsEqualTheWholeLogSoftmaxWithGradients) {
+  for (bool tied : {true, false}) {
+    SCOPED_TRACE(tied ? "tied" : "untied");
+    ModelShape s = tiny();
+    s.tie_embeddings = tied;
+    auto a = make_model(s, torch::kCPU, torch::kFloat32, 15);
+    auto b = make_model(s, torch::kCPU, torch::kFloat32, 15);
+    auto t = random_tokens(2, 10, 97, 16);
+    auto coef = torch::randn({2, 9}, at::detail::createCPUGenerator(17));
+    // Reference: whole logits, log_softmax, gather.
+    auto logits = a->forward(t).to(torch::kFloat64);
+    auto ref = logits.narrow(1, 0, 9)
+                   .log_softmax(-1)
+                   .gather(-1, t.narrow(1, 1, 9).unsqueeze(-1))
+                   .squeeze(-1);
+    (ref * coef).sum().backward();
+    torch::Tensor ent;
+    auto got = token_logprobs(b, t, {}, &ent, /*chunk_bytes=*/97 * 4 * 3);
+    EXPECT_LT((got - ref.to(torch::kFloat32)).abs().max().item<double>(), 1e-5);
+    auto p = logits.narrow(1, 0, 9).softmax(-1);
+    auto ref_ent = -(p * p.log()).sum(-1);
+    EXPECT_LT((ent - ref_ent.to(torch::kFloat32)).abs().max().item<double>(), 1e-5);
+    EXPECT_FALSE(ent.requires_grad());
+    (got * coef).sum().backward();
+    auto pa = a->named_parameters(), pb = b->named_parameters();
+    for (const auto& kv : pa) {
+      auto ga = kv.value().grad(), gb = pb[kv.key()].grad();
+      ASSERT_TRUE(gb.defined()) << kv.key();
+      const double scale = ga.abs().max().item<double>() + 1e-12;
+      EXPECT_LT((ga - gb).abs().max().item<double>() / scale, 1e-5) << kv.key();
+    }
+    // No grad mode: the same values.
+    torch::NoGradGuard ng;
+    EXPECT_TRUE(torch::equal(token_logprobs(b, t, {}, nullptr, 97 * 4 * 3), got.detach()));
+  }
+}
+
 TEST(Model, ActivationCheckpointingGivesTheSameGradients) {
   auto a = make_model(tiny(), torch::kCPU, torch::kFloat32, 14);
   auto b = make_model(tiny(), torch::kCPU, torch::kFloat32, 14);

@@ -5,6 +5,7 @@
 
 #include <fstream>
 
+#include "common/error.h"
 #include "data/tokenizer.h"
 #include "rollout/group_sampler.h"
 #include "rollout/prompt.h"
@@ -63,6 +64,35 @@ TEST(Prompt, SectionsFormatAsksForAnalysisFirst) {
   EXPECT_EQ(p.substr(p.size() - std::string(kAnalysisMarker).size()), kAnalysisMarker);
 }
 
+// Chat formats (model.prompt_format) wrap the same request as the checkpoint's user turn and
+// open the assistant's; the answer's fenced block is the code, its end-of-turn token a stop.
+TEST(Prompt, ChatFormatsWrapTheRequestAsAUserTurn) {
+  PromptParts parts;
+  parts.exemplars = {{"a", "// slow kernel\n", 0.5}};
+  const std::string raw = build_prompt(hgemm(), parts);
+  parts.prompt_format = "chatml";
+  const std::string chat = build_prompt(hgemm(), parts);
+  EXPECT_EQ(chat.rfind("<|im_start|>user\n", 0), 0u);
+  const std::string open = "<|im_end|>\n<|im_start|>assistant\n";
+  EXPECT_EQ(chat.substr(chat.size() - open.size()), open);
+  EXPECT_THAT(chat, HasSubstr("M=256, N=512, K=128"));
+  EXPECT_THAT(chat, HasSubstr("measured score 0.500:\n// slow kernel"));
+  EXPECT_THAT(chat, HasSubstr("```cuda code block"));
+  EXPECT_THAT(chat, ::testing::Not(HasSubstr(kCodeMarker)));
+  parts.prompt_format = "llama3";
+  const std::string l3 = build_prompt(hgemm(), parts);
+  EXPECT_EQ(l3.rfind("<|start_header_id|>user<|end_header_id|>\n\n", 0), 0u);
+  const std::string l3_open = "<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n";
+  EXPECT_EQ(l3.substr(l3.size() - l3_open.size()), l3_open);
+  EXPECT_EQ(raw.substr(raw.size() - std::string(kCodeMarker).size()), kCodeMarker);
+  parts.prompt_format = "alpaca";
+  EXPECT_THROW(build_prompt(hgemm(), parts), UserError);
+  auto r = parse_response("Here is a fast kernel:\n```cuda\n__global__ void k() {}\n```\nIt tiles.",
+                          "code");
+  ASSERT_TRUE(r.ok) << r.reason;
+  EXPECT_EQ(r.code, "__global__ void k() {}\n");
+}
+
 TEST(ParseResponse, CodeFormatTakesTextUpToTheEndMarker) {
   auto r = parse_response("  int kernelrl_launch() { return 0; }\n<|end|>garbage", "code");
   ASSERT_TRUE(r.ok) << r.reason;
@@ -70,8 +100,9 @@ TEST(ParseResponse, CodeFormatTakesTextUpToTheEndMarker) {
 }
 
 TEST(ParseResponse, SectionsFormatSplitsAnalysisDesignCode) {
-  auto r = parse_response("it was memory bound<|design|>tile 128x128<|code|>__global__ void k(){}\n<|end|>",
-                          "sections");
+  auto r = parse_response(
+      "it was memory bound<|design|>tile 128x128<|code|>__global__ void k(){}\n<|end|>",
+      "sections");
   ASSERT_TRUE(r.ok) << r.reason;
   EXPECT_EQ(r.analysis, "it was memory bound");
   EXPECT_EQ(r.design, "tile 128x128");
@@ -101,22 +132,27 @@ TEST(PromptGroup, AnExemplarThatNeverFitsIsDroppedBeforeShorterOnes) {
   {
     std::ofstream corpus(dir / "corpus.txt");
     for (int i = 0; i < 300; ++i)
-      corpus << "__global__ void kernel_" << i << "(float* out, const float* in) { out[i] = in[i] * " << i
-             << "; }\n";
+      corpus << "__global__ void kernel_" << i
+             << "(float* out, const float* in) { out[i] = in[i] * " << i << "; }\n";
   }
   TokenizerTrainOptions to;
   to.vocab_size = 400;
   auto tok = Tokenizer::train(dir / "corpus.txt", dir / "tok.model", to);
   PromptParts parts;
-  const std::string small_a = "// kernel a\nout[i] = in[i];\n", small_c = "// kernel c\nout[i] = 2 * in[i];\n";
+  const std::string small_a = "// kernel a\nout[i] = in[i];\n",
+                    small_c = "// kernel c\nout[i] = 2 * in[i];\n";
   std::string huge = "// kernel b\n";
-  for (int i = 0; i < 400; ++i) huge += "out[" + std::to_string(i) + "] = in[" + std::to_string(i) + "];\n";
+  for (int i = 0; i < 400; ++i)
+    huge += "out[" + std::to_string(i) + "] = in[" + std::to_string(i) + "];\n";
   parts.exemplars = {{"a", small_a, 0.5}, {"c", small_c, 1.0}, {"b", huge, 2.0}};  // worst first
   PromptParts both = parts;
   both.exemplars = {parts.exemplars[0], parts.exemplars[1]};
-  const int64_t need = static_cast<int64_t>(tok.encode(build_prompt(hgemm(), both), tok.bos_id() >= 0).size());
+  const int64_t need =
+      static_cast<int64_t>(tok.encode(build_prompt(hgemm(), both), tok.bos_id() >= 0).size());
   const int64_t huge_alone = static_cast<int64_t>(
-      tok.encode(build_prompt(hgemm(), PromptParts{"", "", {parts.exemplars[2]}}), tok.bos_id() >= 0).size());
+      tok.encode(build_prompt(hgemm(), PromptParts{"", "", {parts.exemplars[2]}}),
+                 tok.bos_id() >= 0)
+          .size());
   ASSERT_GT(huge_alone, need + 50);
   // Room for a and c together (and 10 tokens to spare), never for b.
   PromptGroup g = make_prompt_group(hgemm(), parts, tok, need + 10 + 32, 32);
@@ -124,6 +160,9 @@ TEST(PromptGroup, AnExemplarThatNeverFitsIsDroppedBeforeShorterOnes) {
   EXPECT_THAT(g.prompt, HasSubstr("kernel a"));
   EXPECT_THAT(g.prompt, HasSubstr("kernel c"));
   EXPECT_THAT(g.prompt, ::testing::Not(HasSubstr("kernel b")));
+  EXPECT_EQ(g.turn_end, "");
+  parts.prompt_format = "chatml";
+  EXPECT_EQ(make_prompt_group(hgemm(), parts, tok, need + 400, 32).turn_end, "<|im_end|>");
 }
 
 TEST(ParseResponse, MissingCodeIsAFormatFailureWithReason) {
