@@ -37,6 +37,9 @@ int main(int argc, char** argv) {
   } catch (const UserError& e) {
     std::fprintf(stderr, "kernelrl: error: %s\n", e.what());
     return 2;
+  } catch (const PeerFailure& e) {
+    std::fprintf(stderr, "kernelrl: error: %s\n", e.what());
+    return 3;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "kernelrl: internal error: %s\n", e.what());
     return 1;

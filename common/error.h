@@ -27,4 +27,11 @@ class NotAvailableError : public UserError {
   using UserError::UserError;
 };
 
+// Another process of a multi-process job died or failed (or this one lost it): what() is one
+// line naming the rank. The CLI prints it like a UserError and exits 3.
+class PeerFailure : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 }  // namespace kernelrl

@@ -11,6 +11,7 @@ namespace kernelrl {
 
 MetricsWriter::MetricsWriter(const std::filesystem::path& path, int64_t keep_through_step)
     : path_(path) {
+  if (path.empty()) return;
   if (keep_through_step < 0) {
     atomic_write(path, "");
   } else if (std::filesystem::exists(path)) {
@@ -28,6 +29,7 @@ MetricsWriter::~MetricsWriter() {
 }
 
 void MetricsWriter::write(int64_t step, nlohmann::json record) {
+  if (!file_) return;
   record["step"] = step;
   record["time"] = std::chrono::duration<double>(
                        std::chrono::system_clock::now().time_since_epoch())
@@ -38,6 +40,7 @@ void MetricsWriter::write(int64_t step, nlohmann::json record) {
 }
 
 void MetricsWriter::drop_if(const std::function<bool(const nlohmann::json&)>& drop) {
+  if (!file_) return;
   std::fclose(file_);
   std::string kept;
   for (const auto& rec : read_all(path_))

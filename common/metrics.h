@@ -13,7 +13,8 @@ namespace kernelrl {
 class MetricsWriter {
  public:
   // Opens `path` for appending. With `keep_through_step` >= 0, lines with a larger "step" are
-  // dropped first (atomically); with -1 the file is started empty.
+  // dropped first (atomically); with -1 the file is started empty. An empty path writes nothing
+  // (the ranks other than 0 of a multi-process job).
   MetricsWriter(const std::filesystem::path& path, int64_t keep_through_step);
   ~MetricsWriter();
   MetricsWriter(const MetricsWriter&) = delete;

@@ -26,7 +26,8 @@ Progress::Progress(std::string label, int64_t total, double interval_s)
     : label_(std::move(label)),
       total_(total),
       interval_s_(interval_s),
-      tty_(::isatty(STDERR_FILENO)),
+      // A bar only where info lines would show (not on the quiet ranks of a multi-process job).
+      tty_(::isatty(STDERR_FILENO) && log::level() <= log::Level::info),
       start_(std::chrono::steady_clock::now()),
       last_draw_(start_) {}
 

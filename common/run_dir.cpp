@@ -39,6 +39,13 @@ RunDir RunDir::open(const std::filesystem::path& root, RunDirMode mode) {
   return rd;
 }
 
+RunDir RunDir::attach(const std::filesystem::path& root, bool resumed) {
+  RunDir rd;
+  rd.root_ = root;
+  rd.resumed_ = resumed;
+  return rd;
+}
+
 void RunDir::write_config(const std::string& yaml) const { atomic_write(config_path(), yaml); }
 
 }  // namespace kernelrl

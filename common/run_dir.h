@@ -14,6 +14,8 @@ class RunDir {
  public:
   // Creates or reopens `root`. Throws UserError: fresh + non-empty dir; resume + nothing there.
   static RunDir open(const std::filesystem::path& root, RunDirMode mode);
+  // The run directory that another process (rank 0 of a multi-process job) opened; no checks.
+  static RunDir attach(const std::filesystem::path& root, bool resumed);
 
   const std::filesystem::path& root() const { return root_; }
   std::filesystem::path config_path() const { return root_ / "config.yaml"; }

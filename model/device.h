@@ -11,7 +11,11 @@ namespace kernelrl {
 // Number of CUDA devices LibTorch sees (0 without a GPU or driver).
 int cuda_device_count();
 
-// auto -> cuda:0 when a GPU is present, else cpu; cuda without a GPU throws NotAvailableError.
+// The CUDA device index resolve_device returns (0 unless set): a rank of a multi-process job
+// sets its LOCAL_RANK (trainer/distributed.h) before anything resolves a device.
+void set_default_cuda_index(int index);
+
+// auto -> cuda:<default index> when a GPU is present, else cpu; cuda without a GPU throws NotAvailableError.
 torch::Device resolve_device(const std::string& name);
 
 }  // namespace kernelrl

@@ -15,17 +15,35 @@
 
 namespace kernelrl {
 
+// Multi-process runs (torchrun or `kernelrl train --nproc N`): trainer/distributed.h.
+struct DistConfig {
+  std::string backend = "auto";  // auto (nccl on CUDA, gloo on CPU) | gloo | nccl
+  double timeout_s = 600;        // a collective or the rendezvous taking longer fails the job
+  double heartbeat_s = 30;       // a rank silent this long is taken for dead and ends the job
+  int64_t bucket_mb = 25;        // gradient all-reduce bucket size, MiB
+
+  void visit(cfg::Visitor& v) {
+    v.field("backend", backend, "auto | gloo | nccl", {"auto", "gloo", "nccl"});
+    v.field("timeout_s", timeout_s, "collective and rendezvous timeout, s", cfg::greater_than(0));
+    v.field("heartbeat_s", heartbeat_s, "a rank silent this long ends the job, s",
+            cfg::greater_than(1));
+    v.field("bucket_mb", bucket_mb, "gradient all-reduce bucket size, MiB", cfg::at_least(1));
+  }
+};
+
 struct RunConfig {
   std::string name = "run";         // run name (used in the default dir and logs)
   std::string dir = "";             // run directory; "" = runs/<name>
   int64_t seed = 0;                 // seeds every RNG of the run
   std::string device = "auto";      // auto (cuda when present) | cpu | cuda
+  DistConfig dist;                  // multi-process settings (ignored by a single process)
 
   void visit(cfg::Visitor& v) {
     v.field("name", name, "run name");
     v.field("dir", dir, "run directory; empty = runs/<name>");
     v.field("seed", seed, "seed for every RNG", cfg::at_least(0));
     v.field("device", device, "auto | cpu | cuda", {"auto", "cpu", "cuda"});
+    v.section("dist", dist, "multi-process runs (torchrun, --nproc)");
   }
 };
 

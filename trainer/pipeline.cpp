@@ -1,10 +1,12 @@
 #include "trainer/pipeline.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "common/error.h"
 #include "common/fs.h"
 #include "common/log.h"
+#include "trainer/distributed.h"
 #include "trainer/grpo_stage.h"
 #include "trainer/pretrain_stage.h"
 #include "trainer/train_utils.h"
@@ -45,19 +47,46 @@ std::filesystem::path run_pipeline(const JobConfig& job, const PipelineOptions& 
   std::vector<StageRunner> runners;
   for (const auto* s : stages) {
     runners.push_back(stage_runner(s->kind));
+    if (dist::group() && s->kind != "pretrain")
+      throw NotAvailableError("stage \"" + s->name + "\" (kind " + s->kind +
+                              "): RL stages do not run with several ranks yet; run them in one "
+                              "process (--stages, without torchrun or --nproc)");
     if (!runners.back())
       throw NotAvailableError("stage \"" + s->name + "\" (kind " + s->kind +
                               "): its trainer is not built yet in this version of KernelRL");
   }
 
-  RunDir run_dir = RunDir::open(job.run_dir(), options.mode);
-  log::add_file(run_dir.logs_dir() / "kernelrl.log");
-  JobConfig resolved = job;
-  run_dir.write_config(cfg::to_yaml(resolved));
+  // Rank 0 opens the run directory (the fresh/resume/overwrite rule) and is its only writer;
+  // the other ranks attach to what it opened, or fail with its error.
+  dist::Group* group = dist::group();
+  std::optional<RunDir> opened;
+  std::string verdict;
+  if (dist::is_main()) {
+    try {
+      opened = RunDir::open(job.run_dir(), options.mode);
+      verdict = opened->resumed() ? "resumed" : "fresh";
+    } catch (const UserError& e) {
+      verdict = std::string("error:") + e.what();
+      if (group) group->broadcast_bytes(verdict, 0);
+      throw;
+    }
+  }
+  if (group) verdict = group->broadcast_bytes(verdict, 0);
+  if (verdict.rfind("error:", 0) == 0) throw UserError(verdict.substr(6));
+  RunDir run_dir = opened ? *opened : RunDir::attach(job.run_dir(), verdict == "resumed");
+  if (dist::is_main()) {
+    log::add_file(run_dir.logs_dir() / "kernelrl.log");
+    JobConfig resolved = job;
+    run_dir.write_config(cfg::to_yaml(resolved));
+  } else {
+    log::add_file(run_dir.logs_dir() / ("kernelrl.rank" + std::to_string(dist::rank()) + ".log"));
+  }
   KRL_LOG(info) << (run_dir.resumed() ? "resuming" : "starting") << " run in "
-                << run_dir.root().string() << " (" << stages.size() << " stage(s))";
+                << run_dir.root().string() << " (" << stages.size() << " stage(s)"
+                << (group ? ", " + std::to_string(group->size()) + " ranks" : std::string()) << ")";
 
-  MetricsWriter metrics(run_dir.metrics_path(), run_dir.resumed() ? INT64_MAX : -1);
+  MetricsWriter metrics(dist::is_main() ? run_dir.metrics_path() : fs::path(),
+                        run_dir.resumed() ? INT64_MAX : -1);
   // A run of later stages alone (--stages) starts from the newest checkpoint of the stage
   // before the first selected one, when this run directory has it.
   std::filesystem::path checkpoint;
@@ -75,6 +104,7 @@ std::filesystem::path run_pipeline(const JobConfig& job, const PipelineOptions& 
     StageContext ctx{job, *stages[i], run_dir, metrics, checkpoint, run_dir.resumed()};
     KRL_LOG(info) << "stage " << stages[i]->name << " (" << stages[i]->kind << ")";
     checkpoint = runners[i](ctx);
+    if (group) group->barrier();  // rank 0 has written the stage's final checkpoint
   }
   log::close_file();
   return checkpoint;

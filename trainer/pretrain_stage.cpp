@@ -18,6 +18,8 @@
 #include "model/checkpoint.h"
 #include "model/device.h"
 #include "rollout/prompt.h"
+#include "trainer/distributed.h"
+#include "trainer/grad_sync.h"
 #include "trainer/train_utils.h"
 
 namespace kernelrl {
@@ -166,10 +168,12 @@ class SequenceOrder {
 
 // Masked mean next-token loss of one micro-batch (tokens, mask [B, L+1]) and the number of
 // targets Σ m (fp32 0-dim), both on the device. Cross-entropy as log-softmax in fp32 then NLL.
+// With denominator > 0 the loss is Σ m·nll / denominator (a shard of a data-parallel batch).
 struct MaskedLoss {
   torch::Tensor loss, targets;
 };
-MaskedLoss lm_loss(LlamaModel& model, const torch::Tensor& tokens, const torch::Tensor& mask) {
+MaskedLoss lm_loss(LlamaModel& model, const torch::Tensor& tokens, const torch::Tensor& mask,
+                   double denominator = 0) {
   auto inputs = tokens.slice(1, 0, -1);
   auto targets = tokens.slice(1, 1);
   auto m = mask.slice(1, 1);
@@ -178,29 +182,41 @@ MaskedLoss lm_loss(LlamaModel& model, const torch::Tensor& tokens, const torch::
       logits.reshape({-1, logits.size(-1)}), targets.reshape({-1}),
       torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone));
   auto count = m.sum();
-  return {(nll * m.reshape({-1})).sum() / count.clamp_min(1.0), count};
+  auto total = (nll * m.reshape({-1})).sum();
+  return {denominator > 0 ? total / denominator : total / count.clamp_min(1.0), count};
 }
 
 }  // namespace
 
 LmStepStats lm_train_step(LlamaModel& model, torch::optim::AdamW& optimizer,
                           const std::vector<LmBatch>& micro_batches, double grad_clip,
-                          bool fused_adamw) {
+                          bool fused_adamw, GradSync* sync) {
   TORCH_CHECK(!micro_batches.empty(), "lm_train_step needs at least one micro-batch");
   const bool cuda = model->device().is_cuda();
   const int64_t k = static_cast<int64_t>(micro_batches.size());
   optimizer.zero_grad();
   std::vector<torch::Tensor> parts;  // k losses, then k target counts, then the grad norm
   std::vector<torch::Tensor> counts;
-  for (const auto& batch : micro_batches) {
+  for (size_t i = 0; i < micro_batches.size(); ++i) {
+    const auto& batch = micro_batches[i];
+    if (sync && i + 1 == micro_batches.size()) sync->arm();  // the last backward overlaps the all-reduce
     MaskedLoss l;
     {
       AutocastGuard ac(cuda);
-      l = lm_loss(model, batch.tokens, batch.loss_mask);
+      l = lm_loss(model, batch.tokens, batch.loss_mask, batch.target_count);
     }
     (l.loss / static_cast<double>(k)).backward();
     parts.push_back(l.loss.detach());
-    counts.push_back(l.targets);
+    counts.push_back(batch.target_count > 0
+                         ? torch::full({}, batch.target_count, l.targets.options())
+                         : l.targets);
+  }
+  if (sync) {
+    sync->finish();
+    // Each rank's loss is its share of the global micro-batch loss: their sum is the loss.
+    auto losses = torch::stack(parts).to(torch::kFloat32);
+    dist::group()->all_reduce_sum(losses);
+    for (int64_t i = 0; i < k; ++i) parts[i] = losses[i];
   }
   parts.insert(parts.end(), counts.begin(), counts.end());
   const auto grads = parameter_grads(*model);
@@ -250,8 +266,19 @@ fs::path run_pretrain_stage(StageContext& ctx) {
       stage.exemplar_context > 0 ? hgemm_grid(job.data.hgemm_grid) : std::vector<TaskSpec>{};
   add_exemplar_context(train_docs, stage.exemplar_context, hgemm_shapes);
   add_exemplar_context(heldout_docs, stage.exemplar_context, hgemm_shapes);
+  // Data parallel: every rank holds the whole (deterministic) data; rank r computes rows
+  // [r·B/W, (r+1)·B/W) of each global micro-batch of B rows.
+  dist::Group* group = dist::group();
+  const int64_t world = dist::world_size(), rank = dist::rank();
+  if (stage.batch_size % world != 0)
+    throw ConfigError("trainer.stages." + stage.name + ".batch_size: " +
+                      std::to_string(stage.batch_size) + " sequences per micro-batch do not split over " +
+                      std::to_string(world) + " ranks; use a multiple of " + std::to_string(world));
   fs::path tokenizer_path;
+  // A tokenizer trained for this run is trained by rank 0; the others load it after.
+  if (group && !dist::is_main()) group->barrier();
   Tokenizer tok = stage_tokenizer(ctx, train_docs, &tokenizer_path);
+  if (group && dist::is_main()) group->barrier();
   const bool code_only = stage.loss_on == "code";
   PackedSequences train = pack_triplets(train_docs, tok, stage.seq_len, code_only);
   PackedSequences heldout = pack_triplets(heldout_docs, tok, stage.seq_len, code_only);
@@ -292,6 +319,18 @@ fs::path run_pretrain_stage(StageContext& ctx) {
     return r.value("stage", "") == stage_name && r.value("step", int64_t{0}) > resumed_step;
   });
   KRL_LOG(info) << "model " << shape.describe() << " on " << device.str() << (cuda ? " (bf16 autocast)" : "");
+  std::unique_ptr<GradSync> grad_sync;
+  auto check_parameters = [&](const std::string& when) {
+    if (group) group->check_same("parameters " + when, dist::tensors_hash(model->parameters()));
+  };
+  if (group) {
+    check_parameters("at the start of stage " + stage.name);
+    grad_sync = std::make_unique<GradSync>(*group, model->parameters(), job.run.dist.bucket_mb << 20);
+    KRL_LOG(info) << "data parallel over " << world << " ranks (" << group->backend() << "): "
+                  << stage.batch_size / world << " of " << stage.batch_size
+                  << " sequences per micro-batch each, gradients in " << grad_sync->buckets()
+                  << " bucket(s)";
+  }
 
   // ---- loop -----------------------------------------------------------------------------
   SequenceOrder order(train.size(), static_cast<uint64_t>(job.run.seed));
@@ -301,23 +340,36 @@ fs::path run_pretrain_stage(StageContext& ctx) {
   auto upload = [&](const torch::Tensor& t) {
     return cuda ? t.pin_memory().to(device, /*non_blocking=*/true) : t.to(device);
   };
+  // Held-out loss: the mean over eval micro-batches of each one's masked mean loss. A rank
+  // sums its share of a micro-batch's rows; the sums and target counts are all-reduced.
   auto evaluate = [&]() -> double {
     if (heldout.size() == 0) return NAN;
     torch::NoGradGuard ng;
     AutocastGuard ac(cuda);
     model->eval();
-    double sum = 0;
-    int64_t n = 0;
+    std::vector<torch::Tensor> sums, counts;
     for (int64_t b = 0; b < stage.eval_batches && b * stage.batch_size < heldout.size(); ++b) {
-      auto rows = torch::arange(b * stage.batch_size,
-                                std::min(heldout.size(), (b + 1) * stage.batch_size));
-      sum += lm_loss(model, heldout.tokens.index({rows}).to(device),
-                     heldout.loss_mask.index({rows}).to(device))
-                 .loss.item<double>();
-      ++n;
+      const int64_t lo = b * stage.batch_size, hi = std::min(heldout.size(), lo + stage.batch_size);
+      const int64_t n = hi - lo, mine_lo = lo + n * rank / world, mine_hi = lo + n * (rank + 1) / world;
+      if (mine_hi == mine_lo) {
+        sums.push_back(torch::zeros({}, torch::TensorOptions().device(device)));
+        counts.push_back(torch::zeros({}, torch::TensorOptions().device(device)));
+        continue;
+      }
+      auto rows = torch::arange(mine_lo, mine_hi);
+      auto l = lm_loss(model, heldout.tokens.index({rows}).to(device),
+                       heldout.loss_mask.index({rows}).to(device), /*denominator=*/1.0);
+      sums.push_back(l.loss.to(torch::kFloat32));
+      counts.push_back(l.targets.to(torch::kFloat32));
     }
+    auto both = torch::stack({torch::stack(sums), torch::stack(counts)}).to(torch::kFloat64);
+    if (group) group->all_reduce_sum(both);
+    both = both.cpu();
     model->train();
-    return sum / static_cast<double>(n);
+    double sum = 0;
+    for (int64_t b = 0; b < both.size(1); ++b)
+      sum += both[0][b].item<double>() / std::max(1.0, both[1][b].item<double>());
+    return sum / static_cast<double>(both.size(1));
   };
   fs::path last_checkpoint;
   Progress progress("pretrain " + stage.name, stage.steps);
@@ -327,16 +379,24 @@ fs::path run_pretrain_stage(StageContext& ctx) {
     const double lr = scheduled_lr(stage.optimizer, state.step, stage.steps);
     set_lr(*optimizer, lr);
     std::vector<LmBatch> micro_batches;
+    const int64_t shard = stage.batch_size / world;
     for (int64_t micro = 0; micro < stage.grad_accum; ++micro) {
       std::vector<int64_t> idx;
       for (int64_t j = 0; j < stage.batch_size; ++j)
         idx.push_back(order.row(state.step * rows_per_step + micro * stage.batch_size + j));
       auto rows = torch::tensor(idx);
-      micro_batches.push_back(
-          {upload(train.tokens.index({rows})), upload(train.loss_mask.index({rows}))});
+      LmBatch batch;
+      if (group) {
+        // The loss denominator: targets of the whole micro-batch, known on every rank.
+        batch.target_count = train.loss_mask.index({rows}).slice(1, 1).sum().item<double>();
+        rows = rows.slice(0, rank * shard, (rank + 1) * shard);
+      }
+      batch.tokens = upload(train.tokens.index({rows}));
+      batch.loss_mask = upload(train.loss_mask.index({rows}));
+      micro_batches.push_back(std::move(batch));
     }
-    const LmStepStats step =
-        lm_train_step(model, *optimizer, micro_batches, stage.optimizer.grad_clip);
+    const LmStepStats step = lm_train_step(model, *optimizer, micro_batches, stage.optimizer.grad_clip,
+                                           /*fused_adamw=*/true, grad_sync.get());
     ++state.step;
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -358,10 +418,17 @@ fs::path run_pretrain_stage(StageContext& ctx) {
     std::snprintf(status, sizeof status, "loss %.4f", rec["loss"].get<double>());
     progress.update(state.step, status);
     if ((stage.checkpoint_every > 0 && state.step % stage.checkpoint_every == 0) ||
-        state.step == stage.steps)
-      last_checkpoint = save_stage_checkpoint(ctx.run_dir.checkpoints_dir(), stage.name, model,
-                                              shape, tokenizer_path, *optimizer, state,
-                                              job.trainer.keep_checkpoints);
+        state.step == stage.steps) {
+      // Rank 0 writes; every rank's parameters must still be the ones it wrote.
+      check_parameters("at step " + std::to_string(state.step));
+      if (dist::is_main())
+        last_checkpoint = save_stage_checkpoint(ctx.run_dir.checkpoints_dir(), stage.name, model,
+                                                shape, tokenizer_path, *optimizer, state,
+                                                job.trainer.keep_checkpoints);
+      else
+        last_checkpoint = ctx.run_dir.checkpoints_dir() / stage.name / ("step_" + std::to_string(state.step));
+      if (group) group->barrier();  // the checkpoint is complete before any rank goes on
+    }
     crash_here_if_asked(stage.name, state.step);
   }
   progress.finish();

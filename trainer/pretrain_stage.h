@@ -63,7 +63,12 @@ Tokenizer stage_tokenizer(const StageContext& ctx, const std::vector<Triplet>& t
 struct LmBatch {
   torch::Tensor tokens;
   torch::Tensor loss_mask;
+  // The loss denominator when > 0: the targets of the whole micro-batch over every rank of a
+  // data-parallel step (this rank holds a shard of its rows); 0: this batch's own Σ m.
+  double target_count = 0;
 };
+
+class GradSync;
 
 // What one optimizer step measured.
 struct LmStepStats {
@@ -81,9 +86,15 @@ struct LmStepStats {
 // not finite; clips to grad_clip (0 = off); adamw_step (fused on CUDA unless fused_adamw is
 // false). The learning rate is the caller's (set_lr). Inputs should already be on the device:
 // a blocking host→device copy is a sync of its own.
+// Data-parallel (`sync` given): every rank passes its shard of each micro-batch with
+// target_count = the micro-batch's targets over all ranks, so its loss is
+//   Σ_{its rows} m_t · nll_t / target_count / k
+// and the all-reduced (summed) gradient and loss are the single-process ones of the global
+// batch; the last backward overlaps the bucketed all-reduce, and the norm, clip and step run on
+// the summed gradient, identical on every rank.
 LmStepStats lm_train_step(LlamaModel& model, torch::optim::AdamW& optimizer,
                           const std::vector<LmBatch>& micro_batches, double grad_clip,
-                          bool fused_adamw = true);
+                          bool fused_adamw = true, GradSync* sync = nullptr);
 
 // Runs the stage; returns its final checkpoint directory.
 std::filesystem::path run_pretrain_stage(StageContext& ctx);
