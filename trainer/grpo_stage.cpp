@@ -337,6 +337,7 @@ class RlStage {
   // policy, through the update's own forward path (so without a policy change the ratio is 1).
   void set_policy_logprobs(const std::vector<PromptGroup>& groups, std::vector<Rollout>* rollouts) {
     if (rollouts->empty()) return;
+    model_->train();  // the mode update() takes π_old in (LoRA dropout included)
     RlBatch batch = make_rl_batch(groups, *rollouts, tok_.pad_id());
     torch::Tensor lp = rl_logprobs(model_, batch, stage_.batch_size);
     for (size_t i = 0; i < rollouts->size(); ++i) {
