@@ -11,10 +11,10 @@
 
 #include <atomic>
 #include <cerrno>
-#include <cstring>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -115,15 +115,22 @@ void Group::check_same(const std::string& what, uint64_t value) {
   auto all = all_gather(torch::tensor({static_cast<int64_t>(value)}, torch::kInt64)).reshape({-1});
   std::string bad;
   for (int r = 1; r < size(); ++r)
-    if (all[r].item<int64_t>() != all[0].item<int64_t>()) bad += (bad.empty() ? "" : ", ") + std::to_string(r);
+    if (all[r].item<int64_t>() != all[0].item<int64_t>())
+      bad += (bad.empty() ? "" : ", ") + std::to_string(r);
   if (!bad.empty())
     throw PeerFailure(what + " differ between rank 0 and rank(s) " + bad +
                       " (a data-parallel run must keep every rank's copy identical)");
 }
 
-Group* group() { return g_group; }
-int rank() { return g_group ? g_group->rank() : 0; }
-int world_size() { return g_group ? g_group->size() : 1; }
+Group* group() {
+  return g_group;
+}
+int rank() {
+  return g_group ? g_group->rank() : 0;
+}
+int world_size() {
+  return g_group ? g_group->size() : 1;
+}
 
 uint64_t tensors_hash(const std::vector<torch::Tensor>& tensors) {
   uint64_t h = 1469598103934665603ull;
@@ -144,8 +151,13 @@ class C10dGroup final : public Group {
  public:
   C10dGroup(c10::intrusive_ptr<c10d::Backend> backend, std::string name, int rank, int size,
             int local_rank, torch::Device aux, std::function<void(const std::string&)> on_failure)
-      : backend_(std::move(backend)), name_(std::move(name)), rank_(rank), size_(size),
-        local_rank_(local_rank), aux_(aux), on_failure_(std::move(on_failure)) {}
+      : backend_(std::move(backend)),
+        name_(std::move(name)),
+        rank_(rank),
+        size_(size),
+        local_rank_(local_rank),
+        aux_(aux),
+        on_failure_(std::move(on_failure)) {}
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }
@@ -158,7 +170,8 @@ class C10dGroup final : public Group {
     std::vector<at::Tensor> v{t};
     c10d::AllreduceOptions o;
     o.reduceOp = c10d::ReduceOp::SUM;
-    return std::make_unique<Work>(this, "all_reduce", start("all_reduce", [&] { return backend_->allreduce(v, o); }));
+    return std::make_unique<Work>(this, "all_reduce",
+                                  start("all_reduce", [&] { return backend_->allreduce(v, o); }));
   }
 
   torch::Tensor all_gather(const torch::Tensor& t) override {
@@ -166,7 +179,8 @@ class C10dGroup final : public Group {
     std::vector<std::vector<at::Tensor>> outs(1);
     for (int r = 0; r < size_; ++r) outs[0].push_back(torch::empty_like(in));
     std::vector<at::Tensor> ins{in};
-    Work(this, "all_gather", start("all_gather", [&] { return backend_->allgather(outs, ins); })).wait();
+    Work(this, "all_gather", start("all_gather", [&] { return backend_->allgather(outs, ins); }))
+        .wait();
     return torch::stack(outs[0]).to(t.device());
   }
 
@@ -195,7 +209,8 @@ class C10dGroup final : public Group {
  private:
   class Work final : public Pending {
    public:
-    Work(C10dGroup* g, const char* op, c10::intrusive_ptr<c10d::Work> w) : g_(g), op_(op), w_(std::move(w)) {}
+    Work(C10dGroup* g, const char* op, c10::intrusive_ptr<c10d::Work> w)
+        : g_(g), op_(op), w_(std::move(w)) {}
     void wait() override {
       if (!w_) return;
       try {
@@ -223,7 +238,8 @@ class C10dGroup final : public Group {
   }
 
   [[noreturn]] void failed(const char* op, const std::string& what) {
-    const std::string msg = std::string(op) + " failed on rank " + std::to_string(rank_) + ": " + first_line(what);
+    const std::string msg =
+        std::string(op) + " failed on rank " + std::to_string(rank_) + ": " + first_line(what);
     on_failure_(msg);  // lets the watchdog name a dead peer first (it may end the process)
     throw PeerFailure(msg);
   }
@@ -251,10 +267,10 @@ struct Session::Impl {
   std::atomic<bool> suspect{false};  // a collective failed: a silent peer is named sooner
   std::mutex mu;
 
-  std::string store_host() const {
-    return env.agent_store ? "the torchrun agent" : "rank 0";
+  std::string store_host() const { return env.agent_store ? "the torchrun agent" : "rank 0"; }
+  std::string key(const char* what, int r) const {
+    return std::string(what) + "/" + std::to_string(r);
   }
-  std::string key(const char* what, int r) const { return std::string(what) + "/" + std::to_string(r); }
 
   // One clear line, then the process ends: the job cannot go on without the peer.
   [[noreturn]] void fatal(const std::string& msg) {
@@ -273,8 +289,8 @@ struct Session::Impl {
     while (!stop.load()) {
       // After a failed collective a live peer still ticks every second: 3 s of silence then
       // is enough to name it.
-      const auto timeout = std::chrono::duration<double>(suspect.load() ? std::min(3.0, config.heartbeat_s)
-                                                                        : config.heartbeat_s);
+      const auto timeout = std::chrono::duration<double>(
+          suspect.load() ? std::min(3.0, config.heartbeat_s) : config.heartbeat_s);
       try {
         hb_store->add(key("hb", env.rank), 1);
         for (int p = 0; p < env.world_size; ++p) {
@@ -296,16 +312,19 @@ struct Session::Impl {
           } else if (now - seen[p] > timeout) {
             fatal("rank " + std::to_string(p) + " of " + std::to_string(env.world_size) +
                   " stopped responding (no heartbeat for " +
-                  std::to_string(static_cast<int>(std::chrono::duration<double>(now - seen[p]).count())) +
+                  std::to_string(
+                      static_cast<int>(std::chrono::duration<double>(now - seen[p]).count())) +
                   " s: killed, crashed or hung)");
           }
         }
       } catch (const std::exception& e) {
         if (stop.load()) return;
         fatal(store_host() + " is gone: the rendezvous store at " + env.master_addr + ":" +
-              std::to_string(env.master_port) + " stopped answering (" + first_line(e.what()) + ")");
+              std::to_string(env.master_port) + " stopped answering (" + first_line(e.what()) +
+              ")");
       }
-      for (int i = 0; i < 10 && !stop.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      for (int i = 0; i < 10 && !stop.load(); ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
   }
 
@@ -315,7 +334,8 @@ struct Session::Impl {
     KRL_LOG(info) << msg << "; asking the watchdog which rank failed";
     suspect = true;
     const auto until = Clock::now() + std::chrono::duration<double>(config.heartbeat_s + 3);
-    while (Clock::now() < until && !stop.load()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    while (Clock::now() < until && !stop.load())
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
 };
 
@@ -345,11 +365,13 @@ Session::Session(const LaunchEnv& env, const DistConfig& config, const std::stri
   if (backend == "auto") backend = cuda ? "nccl" : "gloo";
 #ifndef KERNELRL_C10D_NCCL
   if (backend == "nccl")
-    throw NotAvailableError("run.dist.backend: nccl needs a KernelRL build with CUDA and nccl.h; "
-                            "use run.dist.backend=gloo");
+    throw NotAvailableError(
+        "run.dist.backend: nccl needs a KernelRL build with CUDA and nccl.h; "
+        "use run.dist.backend=gloo");
 #endif
   if (backend == "nccl" && !cuda)
-    throw UserError("run.dist.backend: nccl needs run.device cuda (or auto with a GPU); use gloo on CPUs");
+    throw UserError(
+        "run.dist.backend: nccl needs run.device cuda (or auto with a GPU); use gloo on CPUs");
 
   // Rendezvous: torchrun's agent hosts the store when it says so; else rank 0 does.
   c10d::TCPStoreOptions so;
@@ -364,7 +386,8 @@ Session::Session(const LaunchEnv& env, const DistConfig& config, const std::stri
     tcp = c10::make_intrusive<c10d::TCPStore>(env.master_addr, so);
   } catch (const std::exception& e) {
     throw UserError("rank " + std::to_string(env.rank) + ": cannot reach the rendezvous store at " +
-                    env.master_addr + ":" + std::to_string(env.master_port) + " (" + first_line(e.what()) + ")");
+                    env.master_addr + ":" + std::to_string(env.master_port) + " (" +
+                    first_line(e.what()) + ")");
   }
   const std::string prefix = "kernelrl/" + std::to_string(env.restart_count);
   m.store = c10::make_intrusive<c10d::PrefixStore>(prefix, tcp);
@@ -375,8 +398,9 @@ Session::Session(const LaunchEnv& env, const DistConfig& config, const std::stri
   if (backend == "gloo") {
     auto opts = c10d::ProcessGroupGloo::Options::create(timeout);
     const char* ifname = std::getenv("GLOO_SOCKET_IFNAME");
-    opts->devices.push_back(ifname && *ifname ? c10d::ProcessGroupGloo::createDeviceForInterface(ifname)
-                                              : c10d::ProcessGroupGloo::createDefaultDevice());
+    opts->devices.push_back(ifname && *ifname
+                                ? c10d::ProcessGroupGloo::createDeviceForInterface(ifname)
+                                : c10d::ProcessGroupGloo::createDefaultDevice());
     be = c10::make_intrusive<c10d::ProcessGroupGloo>(
         c10::make_intrusive<c10d::PrefixStore>("gloo", m.store), env.rank, env.world_size, opts);
   } else {
@@ -389,8 +413,9 @@ Session::Session(const LaunchEnv& env, const DistConfig& config, const std::stri
 #endif
   }
   Impl* impl = impl_.get();
-  m.group = std::make_unique<C10dGroup>(be, backend, env.rank, env.world_size, env.local_rank, aux,
-                                        [impl](const std::string& msg) { impl->on_collective_failure(msg); });
+  m.group = std::make_unique<C10dGroup>(
+      be, backend, env.rank, env.world_size, env.local_rank, aux,
+      [impl](const std::string& msg) { impl->on_collective_failure(msg); });
   g_group = m.group.get();
   // Every rank is up: only now can a silent peer be taken for a dead one.
   m.group->barrier();

@@ -76,7 +76,9 @@ Group* group();
 // Shortcuts that also hold without a group.
 int rank();
 int world_size();
-inline bool is_main() { return rank() == 0; }
+inline bool is_main() {
+  return rank() == 0;
+}
 
 // A 64-bit hash of the bytes of every tensor (in order), to compare parameters across ranks.
 uint64_t tensors_hash(const std::vector<torch::Tensor>& tensors);

@@ -22,7 +22,7 @@ struct GradSync::Impl {
   std::vector<Bucket> buckets;
   size_t next = 0;  // the next bucket to start
   bool armed = false;
-  std::mutex mu;    // hooks run on autograd's threads
+  std::mutex mu;  // hooks run on autograd's threads
 
   explicit Impl(dist::Group& g) : group(g) {}
 
@@ -30,7 +30,8 @@ struct GradSync::Impl {
     std::vector<torch::Tensor> flat;
     for (size_t i : b.params) {
       const auto& p = params[i];
-      flat.push_back(p.grad().defined() ? p.grad().reshape({-1}) : torch::zeros({p.numel()}, p.options()));
+      flat.push_back(p.grad().defined() ? p.grad().reshape({-1})
+                                        : torch::zeros({p.numel()}, p.options()));
     }
     b.flat = torch::cat(flat);
     b.pending = group.all_reduce_sum_async(b.flat);
@@ -38,7 +39,8 @@ struct GradSync::Impl {
 
   // Called with the lock held after a gradient of bucket `bi` completed.
   void start_ready() {
-    while (next < buckets.size() && buckets[next].ready == static_cast<int64_t>(buckets[next].params.size()))
+    while (next < buckets.size() &&
+           buckets[next].ready == static_cast<int64_t>(buckets[next].params.size()))
       start(buckets[next++]);
   }
 
@@ -61,18 +63,21 @@ struct ReadyHook final : torch::autograd::PostAccumulateGradHook {
 
 }  // namespace
 
-GradSync::GradSync(dist::Group& group, const std::vector<torch::Tensor>& params, int64_t bucket_bytes)
+GradSync::GradSync(dist::Group& group, const std::vector<torch::Tensor>& params,
+                   int64_t bucket_bytes)
     : impl_(std::make_unique<Impl>(group)) {
   auto& m = *impl_;
   std::unordered_set<const void*> seen;  // a tied weight is one parameter
   for (auto it = params.rbegin(); it != params.rend(); ++it)
-    if (it->requires_grad() && seen.insert(it->unsafeGetTensorImpl()).second) m.params.push_back(*it);
+    if (it->requires_grad() && seen.insert(it->unsafeGetTensorImpl()).second)
+      m.params.push_back(*it);
   int64_t bytes = bucket_bytes;  // forces a new bucket for the first parameter
   for (size_t i = 0; i < m.params.size(); ++i) {
     const int64_t b = m.params[i].numel() * m.params[i].element_size();
     // One dtype per bucket (a flat buffer has one).
-    const bool same_dtype = !m.buckets.empty() &&
-                            m.params[m.buckets.back().params.front()].scalar_type() == m.params[i].scalar_type();
+    const bool same_dtype =
+        !m.buckets.empty() &&
+        m.params[m.buckets.back().params.front()].scalar_type() == m.params[i].scalar_type();
     if (m.buckets.empty() || bytes + b > bucket_bytes || !same_dtype) {
       m.buckets.emplace_back();
       bytes = 0;
@@ -125,6 +130,8 @@ void GradSync::finish() {
   for (auto& b : m.buckets) b.ready = 0;
 }
 
-int64_t GradSync::buckets() const { return static_cast<int64_t>(impl_->buckets.size()); }
+int64_t GradSync::buckets() const {
+  return static_cast<int64_t>(impl_->buckets.size());
+}
 
 }  // namespace kernelrl

@@ -10,8 +10,8 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <thread>
 
@@ -24,7 +24,8 @@ namespace {
 // A TCP port that was free a moment ago (bound to port 0 and released).
 int free_port() {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) throw std::runtime_error("--nproc: socket() failed: " + std::string(std::strerror(errno)));
+  if (fd < 0)
+    throw std::runtime_error("--nproc: socket() failed: " + std::string(std::strerror(errno)));
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -33,20 +34,24 @@ int free_port() {
   if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
       ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
     ::close(fd);
-    throw std::runtime_error("--nproc: cannot find a free port: " + std::string(std::strerror(errno)));
+    throw std::runtime_error("--nproc: cannot find a free port: " +
+                             std::string(std::strerror(errno)));
   }
   ::close(fd);
   return ntohs(a.sin_port);
 }
 
 volatile sig_atomic_t g_signal = 0;
-void on_signal(int sig) { g_signal = sig; }
+void on_signal(int sig) {
+  g_signal = sig;
+}
 
 std::string describe_end(int status) {
   if (WIFSIGNALED(status)) {
     const int sig = WTERMSIG(status);
     const char* name = sigabbrev_np(sig);
-    return "was killed by signal " + std::to_string(sig) + (name ? std::string(" (SIG") + name + ")" : "");
+    return "was killed by signal " + std::to_string(sig) +
+           (name ? std::string(" (SIG") + name + ")" : "");
   }
   return "exited with code " + std::to_string(WEXITSTATUS(status));
 }
@@ -61,7 +66,8 @@ int launch_local_ranks(int nproc, const std::vector<std::string>& args, double g
   const pid_t parent = ::getpid();
   for (int r = 0; r < nproc; ++r) {
     pid_t pid = ::fork();
-    if (pid < 0) throw std::runtime_error("--nproc: fork failed: " + std::string(std::strerror(errno)));
+    if (pid < 0)
+      throw std::runtime_error("--nproc: fork failed: " + std::string(std::strerror(errno)));
     if (pid == 0) {
       ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // the ranks end with the launcher
       if (::getppid() != parent) std::_Exit(1);
@@ -75,12 +81,14 @@ int launch_local_ranks(int nproc, const std::vector<std::string>& args, double g
       ::unsetenv("TORCHELASTIC_USE_AGENT_STORE");
       // The host's cores shared out (torchrun sets 1): ranks must not oversubscribe them.
       if (!std::getenv("OMP_NUM_THREADS"))
-        ::setenv("OMP_NUM_THREADS", std::to_string(std::max(1L, ::sysconf(_SC_NPROCESSORS_ONLN) / nproc)).c_str(), 1);
+        ::setenv("OMP_NUM_THREADS",
+                 std::to_string(std::max(1L, ::sysconf(_SC_NPROCESSORS_ONLN) / nproc)).c_str(), 1);
       std::vector<char*> argv;
       for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
       argv.push_back(nullptr);
       ::execv("/proc/self/exe", argv.data());
-      std::fprintf(stderr, "kernelrl: error: --nproc: cannot start rank %d: %s\n", r, std::strerror(errno));
+      std::fprintf(stderr, "kernelrl: error: --nproc: cannot start rank %d: %s\n", r,
+                   std::strerror(errno));
       std::_Exit(127);
     }
     pids[r] = pid;

@@ -25,24 +25,28 @@ GroupRange my_groups(size_t n) {
 }
 
 std::vector<Rollout> sample_groups_sharded(LlamaModel& model, const Tokenizer& tokenizer,
-                                           const std::vector<PromptGroup>& groups, int64_t group_size,
-                                           const SamplingConfig& sampling,
+                                           const std::vector<PromptGroup>& groups,
+                                           int64_t group_size, const SamplingConfig& sampling,
                                            const std::string& response_format, uint64_t seed,
                                            int64_t* generated) {
   dist::Group* g = dist::group();
   if (!g)
-    return sample_groups(model, tokenizer, groups, group_size, sampling, response_format, seed, generated);
+    return sample_groups(model, tokenizer, groups, group_size, sampling, response_format, seed,
+                         generated);
   const GroupRange mine = my_groups(groups.size());
   const std::vector<PromptGroup> part(groups.begin() + mine.lo, groups.begin() + mine.hi);
   int64_t tokens = 0;
-  std::vector<Rollout> rows = sample_groups(model, tokenizer, part, group_size, sampling, response_format,
-                                            seed, &tokens, nullptr,
-                                            static_cast<int64_t>(mine.lo) * group_size);
+  std::vector<Rollout> rows =
+      sample_groups(model, tokenizer, part, group_size, sampling, response_format, seed, &tokens,
+                    nullptr, static_cast<int64_t>(mine.lo) * group_size);
   nlohmann::json j = {{"tokens", tokens}, {"rows", nlohmann::json::array()}};
   for (const auto& r : rows)
-    j["rows"].push_back({{"group", r.group + mine.lo}, {"completion", r.completion},
-                         {"sample_logprobs", r.sample_logprobs}, {"policy_logprobs", r.policy_logprobs},
-                         {"text", r.text}, {"finish_reason", r.finish_reason}});
+    j["rows"].push_back({{"group", r.group + mine.lo},
+                         {"completion", r.completion},
+                         {"sample_logprobs", r.sample_logprobs},
+                         {"policy_logprobs", r.policy_logprobs},
+                         {"text", r.text},
+                         {"finish_reason", r.finish_reason}});
   std::vector<Rollout> out;
   int64_t total = 0;
   for (const std::string& bytes : g->all_gather_bytes(to_bytes(j))) {
@@ -72,7 +76,8 @@ std::vector<std::pair<size_t, EvalResult>> gather_results(
   for (const auto& [i, r] : mine) j.push_back({{"row", i}, {"result", to_json(r)}});
   std::vector<std::pair<size_t, EvalResult>> out;
   for (const std::string& bytes : g->all_gather_bytes(to_bytes(j)))
-    for (const auto& e : from_bytes(bytes)) out.emplace_back(e.at("row").get<size_t>(), result_from_json(e.at("result")));
+    for (const auto& e : from_bytes(bytes))
+      out.emplace_back(e.at("row").get<size_t>(), result_from_json(e.at("result")));
   return out;
 }
 

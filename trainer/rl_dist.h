@@ -31,8 +31,8 @@ GroupRange my_groups(size_t n_groups);
 // lo·G, lo·G + 1, ... of the whole batch, so a row's tokens do not depend on the world size),
 // then gathered in group order on every rank; *generated counts every rank's tokens.
 std::vector<Rollout> sample_groups_sharded(LlamaModel& model, const Tokenizer& tokenizer,
-                                           const std::vector<PromptGroup>& groups, int64_t group_size,
-                                           const SamplingConfig& sampling,
+                                           const std::vector<PromptGroup>& groups,
+                                           int64_t group_size, const SamplingConfig& sampling,
                                            const std::string& response_format, uint64_t seed,
                                            int64_t* generated);
 

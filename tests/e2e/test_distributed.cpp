@@ -57,8 +57,8 @@ struct Background {
     pid = ::fork();
     if (pid == 0) {
       ::setpgid(0, 0);
-      const std::string sh = cmd + " > " + log.string() + " 2>&1; echo $? > " + rc.string() + ".tmp && mv " +
-                             rc.string() + ".tmp " + rc.string();
+      const std::string sh = cmd + " > " + log.string() + " 2>&1; echo $? > " + rc.string() +
+                             ".tmp && mv " + rc.string() + ".tmp " + rc.string();
       ::execl("/bin/sh", "sh", "-c", sh.c_str(), static_cast<char*>(nullptr));
       std::_Exit(127);
     }
@@ -95,7 +95,8 @@ pid_t find_rank(const fs::path& run_dir, int rank) {
     if (cmdline.find(run_dir.string()) == std::string::npos ||
         cmdline.find("kernelrl train") == std::string::npos)
       continue;
-    if (("\0" + env + '\0').find(std::string("\0RANK=", 6) + std::to_string(rank) + '\0') != std::string::npos)
+    if (("\0" + env + '\0').find(std::string("\0RANK=", 6) + std::to_string(rank) + '\0') !=
+        std::string::npos)
       return static_cast<pid_t>(std::stoi(name));
   }
   return -1;
@@ -105,8 +106,9 @@ class Distributed : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     dir_ = new ScratchDir;
-    auto synth = run_command("cd " + kSrc + " && " + kBin + " data synth --families all --n 120 --out " +
-                             (*dir_ / "synth.jsonl").string());
+    auto synth =
+        run_command("cd " + kSrc + " && " + kBin + " data synth --families all --n 120 --out " +
+                    (*dir_ / "synth.jsonl").string());
     ASSERT_EQ(synth.exit_code, 0) << synth.output;
   }
   static void TearDownTestSuite() {
@@ -115,13 +117,14 @@ class Distributed : public ::testing::Test {
   }
   // configs/debug.yaml's pretrain stage alone on the synthetic corpus, with `extra` overrides.
   static std::string job(const std::string& extra, const std::string& env = "") {
-    return "cd " + kSrc + " && " + env + " " + kBin + " train configs/debug.yaml --stages pretrain 'data.corpus=[" +
+    return "cd " + kSrc + " && " + env + " " + kBin +
+           " train configs/debug.yaml --stages pretrain 'data.corpus=[" +
            (*dir_ / "synth.jsonl").string() + "]' " + extra;
   }
   static std::string torchrun_job(const std::string& extra) {
-    return "cd " + kSrc + " && " + torchrun() + " --standalone --nproc-per-node 2 --no-python " + kBin +
-           " train configs/debug.yaml --stages pretrain 'data.corpus=[" + (*dir_ / "synth.jsonl").string() +
-           "]' " + extra;
+    return "cd " + kSrc + " && " + torchrun() + " --standalone --nproc-per-node 2 --no-python " +
+           kBin + " train configs/debug.yaml --stages pretrain 'data.corpus=[" +
+           (*dir_ / "synth.jsonl").string() + "]' " + extra;
   }
   static ScratchDir* dir_;
 };
@@ -131,22 +134,28 @@ TEST_F(Distributed, LaunchVariablesAreCheckedWithOneLine) {
   struct Case {
     std::string env, message;
   } cases[] = {
-      {"RANK=2 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=29511", "RANK=2 is not below WORLD_SIZE=2"},
+      {"RANK=2 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=29511",
+       "RANK=2 is not below WORLD_SIZE=2"},
       {"WORLD_SIZE=2", "WORLD_SIZE=2 but RANK is not set"},
       {"RANK=x WORLD_SIZE=2", "RANK=\"x\" is not an integer"},
       {"RANK=1 WORLD_SIZE=2 MASTER_PORT=29511", "MASTER_ADDR is not set"},
-      {"RANK=1 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=70000", "MASTER_PORT=\"70000\" is not an integer in [1, 65535]"},
-      {"RANK=1 WORLD_SIZE=2 LOCAL_RANK=3 LOCAL_WORLD_SIZE=2 MASTER_ADDR=h MASTER_PORT=1", "LOCAL_RANK=3 is not below LOCAL_WORLD_SIZE=2"},
+      {"RANK=1 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=70000",
+       "MASTER_PORT=\"70000\" is not an integer in [1, 65535]"},
+      {"RANK=1 WORLD_SIZE=2 LOCAL_RANK=3 LOCAL_WORLD_SIZE=2 MASTER_ADDR=h MASTER_PORT=1",
+       "LOCAL_RANK=3 is not below LOCAL_WORLD_SIZE=2"},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.env);
     auto r = run_command(job("--run-dir " + (*dir_ / "never").string(),
-                             "env -u RANK -u WORLD_SIZE -u LOCAL_RANK -u LOCAL_WORLD_SIZE -u MASTER_ADDR -u MASTER_PORT " + c.env));
+                             "env -u RANK -u WORLD_SIZE -u LOCAL_RANK -u LOCAL_WORLD_SIZE -u "
+                             "MASTER_ADDR -u MASTER_PORT " +
+                                 c.env));
     EXPECT_EQ(r.exit_code, 2);
     EXPECT_THAT(r.output, ::testing::HasSubstr(c.message));
     EXPECT_EQ(count_lines(r.output), 1) << r.output;
   }
-  auto nested = run_command(job("--nproc 2 --run-dir " + (*dir_ / "never").string(), "env RANK=0 WORLD_SIZE=1"));
+  auto nested = run_command(
+      job("--nproc 2 --run-dir " + (*dir_ / "never").string(), "env RANK=0 WORLD_SIZE=1"));
   EXPECT_EQ(nested.exit_code, 2);
   EXPECT_THAT(nested.output, ::testing::HasSubstr("--nproc: this process already is rank 0"));
   EXPECT_FALSE(fs::exists(*dir_ / "never"));
@@ -187,7 +196,8 @@ TEST_F(Distributed, TorchrunTwoRanksRunTheDebugPipelineWithTheAdvantagesOfOnePro
   ASSERT_EQ(pa.size(), 12u);
   ASSERT_EQ(pb.size(), 12u);
   for (size_t i = 0; i < pa.size(); ++i)
-    EXPECT_NEAR(pb[i]["loss"].get<double>(), pa[i]["loss"].get<double>(), kParityRel * pa[i]["loss"].get<double>())
+    EXPECT_NEAR(pb[i]["loss"].get<double>(), pa[i]["loss"].get<double>(),
+                kParityRel * pa[i]["loss"].get<double>())
         << "pretrain step " << i + 1;
   int64_t updates = 0;
   for (const char* stage : {"general_rl", "hgemm_rl"}) {
@@ -213,7 +223,8 @@ TEST_F(Distributed, TorchrunTwoRanksRunTheDebugPipelineWithTheAdvantagesOfOnePro
   }
   EXPECT_GT(updates, 0);  // the comparison covered steps that updated the policy
 
-  auto c = run_command("export KERNELRL_DEBUG_CRASH_AT=hgemm_rl:1 && " + whole(torchrun_job("--run-dir " + cut.string())));
+  auto c = run_command("export KERNELRL_DEBUG_CRASH_AT=hgemm_rl:1 && " +
+                       whole(torchrun_job("--run-dir " + cut.string())));
   ASSERT_NE(c.exit_code, 0) << c.output;
   ASSERT_EQ(stage_records(cut, "hgemm_rl").size(), 1u);
   auto d = run_command(whole(torchrun_job("--run-dir " + cut.string() + " --resume")));
@@ -223,20 +234,23 @@ TEST_F(Distributed, TorchrunTwoRanksRunTheDebugPipelineWithTheAdvantagesOfOnePro
     auto rb = stage_records(two, stage), rd = stage_records(cut, stage);
     ASSERT_EQ(rb.size(), rd.size());
     for (size_t i = 0; i < rb.size(); ++i)
-      for (const char* key : {"loss", "reward_mean", "grad_norm", "kl", "completion_len", "advantages"})
+      for (const char* key :
+           {"loss", "reward_mean", "grad_norm", "kl", "completion_len", "advantages"})
         if (rb[i].contains(key)) EXPECT_EQ(rd[i][key], rb[i][key]) << key << " at step " << i + 1;
   }
 }
 
 TEST_F(Distributed, TorchrunTwoRanksPretrainLikeOneProcessAndResumeAtEitherWorldSize) {
   if (torchrun().empty()) GTEST_SKIP() << "no torchrun beside " << kPython;
-  const fs::path one = *dir_ / "one", two = *dir_ / "two", cut = *dir_ / "cut", cut1 = *dir_ / "cut1";
+  const fs::path one = *dir_ / "one", two = *dir_ / "two", cut = *dir_ / "cut",
+                 cut1 = *dir_ / "cut1";
   auto a = run_command(job("--run-dir " + one.string()));
   ASSERT_EQ(a.exit_code, 0) << a.output;
   const std::string tok = "data.tokenizer=" + (one / "tokenizer.model").string();
   auto b = run_command(torchrun_job(tok + " --run-dir " + two.string()));
   ASSERT_EQ(b.exit_code, 0) << b.output;
-  EXPECT_THAT(read_text(two / "logs/kernelrl.log"), ::testing::HasSubstr("data parallel over 2 ranks (gloo)"));
+  EXPECT_THAT(read_text(two / "logs/kernelrl.log"),
+              ::testing::HasSubstr("data parallel over 2 ranks (gloo)"));
   EXPECT_TRUE(fs::exists(two / "logs/kernelrl.rank1.log"));
   auto ra = stage_records(one, "pretrain"), rb = stage_records(two, "pretrain");
   ASSERT_EQ(ra.size(), 12u);
@@ -256,7 +270,8 @@ TEST_F(Distributed, TorchrunTwoRanksPretrainLikeOneProcessAndResumeAtEitherWorld
   // Stopped right after the step-6 checkpoint on both ranks, resumed at 2 ranks: the same
   // records as the uninterrupted 2-rank run, exactly; resumed at 1 rank: steps 7-12 like it
   // within the parity tolerance.
-  auto c = run_command("export KERNELRL_DEBUG_CRASH_AT=pretrain:6 && " + torchrun_job(tok + " --run-dir " + cut.string()));
+  auto c = run_command("export KERNELRL_DEBUG_CRASH_AT=pretrain:6 && " +
+                       torchrun_job(tok + " --run-dir " + cut.string()));
   ASSERT_NE(c.exit_code, 0) << c.output;
   ASSERT_EQ(stage_records(cut, "pretrain").size(), 6u);
   fs::copy(cut, cut1, fs::copy_options::recursive);
@@ -266,18 +281,22 @@ TEST_F(Distributed, TorchrunTwoRanksPretrainLikeOneProcessAndResumeAtEitherWorld
   ASSERT_EQ(rd.size(), 12u);
   for (size_t i = 0; i < rd.size(); ++i)
     for (const char* key : {"loss", "grad_norm", "eval_loss"})
-      if (rb[i].contains(key)) EXPECT_DOUBLE_EQ(rd[i][key].get<double>(), rb[i][key].get<double>()) << key << " at step " << i + 1;
+      if (rb[i].contains(key))
+        EXPECT_DOUBLE_EQ(rd[i][key].get<double>(), rb[i][key].get<double>())
+            << key << " at step " << i + 1;
   auto e = run_command(job(tok + " --run-dir " + cut1.string() + " --resume"));
   ASSERT_EQ(e.exit_code, 0) << e.output;
   auto re = stage_records(cut1, "pretrain");
   ASSERT_EQ(re.size(), 12u);
   for (size_t i = 6; i < re.size(); ++i)
-    EXPECT_NEAR(re[i]["loss"].get<double>(), rb[i]["loss"].get<double>(), kParityRel * rb[i]["loss"].get<double>())
+    EXPECT_NEAR(re[i]["loss"].get<double>(), rb[i]["loss"].get<double>(),
+                kParityRel * rb[i]["loss"].get<double>())
         << "step " << i + 1;
 }
 
 // Long enough that a rank can be killed mid-run: 40 steps, a checkpoint every 5.
-const std::string kLongRun = "trainer.stages.0.steps=40 trainer.stages.0.checkpoint_every=5 trainer.stages.0.eval_every=0";
+const std::string kLongRun =
+    "trainer.stages.0.steps=40 trainer.stages.0.checkpoint_every=5 trainer.stages.0.eval_every=0";
 
 // Waits until the run has logged `steps` records; false on timeout.
 bool wait_for_steps(const fs::path& run, size_t steps, double seconds) {
@@ -299,7 +318,8 @@ TEST_F(Distributed, KilledRankEndsTheNprocJobWithinAMinuteAndResumeCompletesIt) 
     auto t = run_command(job("trainer.stages.0.steps=1 --run-dir " + (*dir_ / "one").string()));
     ASSERT_EQ(t.exit_code, 0) << t.output;
   }
-  Background job_bg(job(tok + " " + kLongRun + " --nproc 2 --run-dir " + run.string()), dir_->path(), "nproc");
+  Background job_bg(job(tok + " " + kLongRun + " --nproc 2 --run-dir " + run.string()),
+                    dir_->path(), "nproc");
   ASSERT_TRUE(wait_for_steps(run, 7, 120)) << read_text(job_bg.log);
   const pid_t victim = find_rank(run, 1);
   ASSERT_GT(victim, 0);
@@ -310,16 +330,19 @@ TEST_F(Distributed, KilledRankEndsTheNprocJobWithinAMinuteAndResumeCompletesIt) 
   ASSERT_NE(rc, -1) << "the job did not end within 60 s of the kill\n" << read_text(job_bg.log);
   EXPECT_NE(rc, 0);
   const std::string out = read_text(job_bg.log);
-  EXPECT_THAT(out, ::testing::HasSubstr("kernelrl: error: rank 1 of 2 (pid " + std::to_string(victim) +
-                                        ") was killed by signal 9 (SIGKILL)"));
+  EXPECT_THAT(out,
+              ::testing::HasSubstr("kernelrl: error: rank 1 of 2 (pid " + std::to_string(victim) +
+                                   ") was killed by signal 9 (SIGKILL)"));
   std::printf("job ended %.1f s after the kill\n", took);
   const size_t before = stage_records(run, "pretrain").size();
   ASSERT_LT(before, 40u);
-  auto resumed = run_command(job(tok + " " + kLongRun + " --nproc 2 --run-dir " + run.string() + " --resume"));
+  auto resumed =
+      run_command(job(tok + " " + kLongRun + " --nproc 2 --run-dir " + run.string() + " --resume"));
   ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
   auto recs = stage_records(run, "pretrain");
   ASSERT_EQ(recs.size(), 40u);
-  for (size_t i = 0; i < recs.size(); ++i) EXPECT_EQ(recs[i]["step"].get<int64_t>(), static_cast<int64_t>(i + 1));
+  for (size_t i = 0; i < recs.size(); ++i)
+    EXPECT_EQ(recs[i]["step"].get<int64_t>(), static_cast<int64_t>(i + 1));
   EXPECT_TRUE(fs::exists(run / "checkpoints/pretrain/step_40/model.safetensors"));
 }
 
@@ -336,7 +359,8 @@ TEST_F(Distributed, KilledRankEndsHandStartedRanksThroughTheWatchdog) {
   auto rank_cmd = [&](int r) {
     return job(tok + " " + kLongRun + " run.dist.heartbeat_s=10 --run-dir " + run.string(),
                "env RANK=" + std::to_string(r) + " WORLD_SIZE=2 LOCAL_RANK=" + std::to_string(r) +
-                   " LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + port + " OMP_NUM_THREADS=1");
+                   " LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + port +
+                   " OMP_NUM_THREADS=1");
   };
   Background r0(rank_cmd(0), dir_->path(), "hand0");
   Background r1(rank_cmd(1), dir_->path(), "hand1");
@@ -349,7 +373,8 @@ TEST_F(Distributed, KilledRankEndsHandStartedRanksThroughTheWatchdog) {
   const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   ASSERT_NE(rc, -1) << "rank 0 did not end within 60 s of the kill\n" << read_text(r0.log);
   EXPECT_EQ(rc, 3);
-  EXPECT_THAT(read_text(r0.log), ::testing::ContainsRegex("kernelrl: error: rank 0 stopping: rank 1 .*--resume"));
+  EXPECT_THAT(read_text(r0.log),
+              ::testing::ContainsRegex("kernelrl: error: rank 0 stopping: rank 1 .*--resume"));
   std::printf("rank 0 ended %.1f s after the kill\n", took);
 }
 
