@@ -87,9 +87,14 @@ int run_sweep(const SweepConfig& sweep, const fs::path& base_path, const std::st
               bool resume) {
   const auto points = sweep_points(sweep);
   const int gpus = cuda_device_count();
-  const int slots = sweep.parallel == "per-gpu" ? std::max(1, gpus) : 1;
-  if (sweep.parallel == "per-gpu" && gpus == 0)
+  const int k = static_cast<int>(sweep.ranks_per_point);  // GPUs (ranks) of one point
+  if (sweep.parallel == "per-gpu" && gpus > 0 && gpus < k)
+    throw ConfigError("ranks_per_point: " + std::to_string(k) + " GPUs per point, but this host shows " +
+                      std::to_string(gpus));
+  const int slots = sweep.parallel == "per-gpu" ? std::max(1, gpus / k) : 1;
+  if (sweep.parallel == "per-gpu" && gpus == 0) {
     KRL_LOG(warn) << "parallel: per-gpu but no GPU is visible; running points one at a time";
+  }
   fs::create_directories(sweep.dir);
   std::vector<fs::path> run_dirs;
   std::vector<int> exit_codes(points.size(), -1);
@@ -117,12 +122,19 @@ int run_sweep(const SweepConfig& sweep, const fs::path& base_path, const std::st
       for (const auto& o : points[next].overrides) args.push_back(o);
       args.push_back("--run-dir");
       args.push_back(run_dirs[next].string());
+      if (k > 1) {
+        args.push_back("--nproc");
+        args.push_back(std::to_string(k));
+      }
       if (resume && fs::exists(run_dirs[next] / "config.yaml")) args.push_back("--resume");
       KRL_LOG(info) << "sweep point " << next << "/" << points.size() << ": " << points[next].name;
       pid_t pid = ::fork();
       if (pid == 0) {
-        if (sweep.parallel == "per-gpu" && gpus > 0)
-          ::setenv("CUDA_VISIBLE_DEVICES", std::to_string(slot).c_str(), 1);
+        if (sweep.parallel == "per-gpu" && gpus > 0) {  // the slot's k GPUs
+          std::string devices;
+          for (int d = slot * k; d < (slot + 1) * k; ++d) devices += (devices.empty() ? "" : ",") + std::to_string(d);
+          ::setenv("CUDA_VISIBLE_DEVICES", devices.c_str(), 1);
+        }
         std::vector<char*> argv;
         for (auto& a : args) argv.push_back(a.data());
         argv.push_back(nullptr);

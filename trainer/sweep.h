@@ -1,6 +1,8 @@
 // Sweeps: a grid over any config keys of a job, one run directory per point, run one after
 // another or one per GPU (as child `kernelrl train` processes, so one failing point does not
-// stop the others), then a summary table (CSV + markdown) of each run's final metrics.
+// stop the others), then a summary table (CSV + markdown) of each run's final metrics. A point
+// may itself be data-parallel: ranks_per_point k runs it as `kernelrl train --nproc k`, and
+// per-gpu then gives each running point k GPUs of its own.
 #pragma once
 
 #include <filesystem>
@@ -17,6 +19,7 @@ struct SweepConfig {
   YAML::Node grid;                     // key.path -> list of values; the grid is their product
   std::string dir = "runs/sweep";      // points go to <dir>/<point name>
   std::string parallel = "sequential"; // sequential | per-gpu
+  int64_t ranks_per_point = 1;         // data-parallel ranks of one point (GPUs under per-gpu)
   std::vector<std::string> metrics = {"reward_mean", "correct_rate", "best_speedup", "eval_loss"};
 
   void visit(cfg::Visitor& v) {
@@ -25,6 +28,9 @@ struct SweepConfig {
     v.field("grid", grid, "key.path: [values...]; the sweep is their product");
     v.field("dir", dir, "parent of the points' run directories");
     v.field("parallel", parallel, "sequential | per-gpu", {"sequential", "per-gpu"});
+    v.field("ranks_per_point", ranks_per_point,
+            "data-parallel ranks per point (kernelrl train --nproc); GPUs each under per-gpu",
+            cfg::in_closed(1, 1024));
     v.field("metrics", metrics, "final metrics in the summary (per stage)");
   }
 };
