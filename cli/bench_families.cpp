@@ -219,16 +219,16 @@ int run_family_sweep(const FamilySweepOptions& o) {
       done[f[0] + "," + f[1] + "," + f[2] + "," + f[3] + "," + f[4]] = line;
     }
   }
-  std::vector<size_t> todo;
+  std::vector<size_t> to_run;
   std::set<std::string> grid_keys;
   for (size_t i = 0; i < tasks.size(); ++i) {
     const auto& t = tasks[i];
     const std::string key = key_of(t.m, t.n, t.k, t.layout, t.acc);
     if (!grid_keys.insert(key).second) continue;  // a file grid may repeat a shape
-    if (!done.count(key)) todo.push_back(i);
+    if (!done.count(key)) to_run.push_back(i);
   }
-  if (o.order == "spread") todo = spread_order(tasks, todo);
-  const size_t resumed = grid_keys.size() - todo.size();
+  if (o.order == "spread") to_run = spread_order(tasks, to_run);
+  const size_t resumed = grid_keys.size() - to_run.size();
 
   PortfolioOptions popt;
   popt.sms = o.sms;
@@ -243,11 +243,11 @@ int run_family_sweep(const FamilySweepOptions& o) {
                             ", reference " + cfg.baseline + "; device " + ev.device_name() + " (" +
                             ev.arch() + "), " + utc_now() + ".";
   std::printf("%s\n%zu shapes in the grid, %zu in %s already, %zu to run\n", title.c_str(),
-              grid_keys.size(), resumed, out.string().c_str(), todo.size());
+              grid_keys.size(), resumed, out.string().c_str(), to_run.size());
 
   // Every variant the remaining shapes will run, compiled once, in parallel.
   std::map<std::string, std::string> unique;  // name -> source
-  for (size_t i : todo)
+  for (size_t i : to_run)
     for (auto& v : shape_portfolio(tasks[i], families, ev.arch(), popt))
       unique.emplace(v.name, std::move(v.source));
   if (!unique.empty()) {
@@ -278,15 +278,15 @@ int run_family_sweep(const FamilySweepOptions& o) {
   };
 
   size_t evaluated = 0, not_started = 0;
-  for (size_t n = 0; n < todo.size(); ++n) {
+  for (size_t n = 0; n < to_run.size(); ++n) {
     if (o.time_budget_s > 0 && elapsed() >= o.time_budget_s) {
-      not_started = todo.size() - n;
+      not_started = to_run.size() - n;
       std::printf(
           "[%6.1f s] time budget (%.0f s) spent: %zu shapes not started (rerun to resume)\n",
           elapsed(), o.time_budget_s, not_started);
       break;
     }
-    const TaskSpec& t = tasks[todo[n]];
+    const TaskSpec& t = tasks[to_run[n]];
     const double t0 = elapsed();
     std::vector<KernelVariant> vs = shape_portfolio(t, families, ev.arch(), popt);
     std::vector<std::string> sources;
@@ -348,7 +348,7 @@ int run_family_sweep(const FamilySweepOptions& o) {
     ++evaluated;
     write_all();
     std::printf("[%6.1f s] %zu/%zu %s: %s %s us, x%s %s (%d/%zu passed, %.1f s)\n", elapsed(),
-                n + 1, todo.size(), t.name.c_str(), best >= 0 ? vs[best].name.c_str() : "none",
+                n + 1, to_run.size(), t.name.c_str(), best >= 0 ? vs[best].name.c_str() : "none",
                 best >= 0 ? num(rs[best].cand.median_us).c_str() : "-",
                 best >= 0 && base_us.back() > 0
                     ? num(base_us.back() / rs[best].cand.median_us).c_str()
