@@ -18,6 +18,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include <thread>
 
@@ -58,7 +59,9 @@ int main(int argc, char** argv) {
   std::string shapes = "64,128,256,512,768,1024,1536,2048,3072,4096,8192,16384", out = "trust";
   std::string busy_shapes = "256,1024";
   std::string cache_dir, sandbox = "auto", repeat_shapes;
-  int busy_sources = 48, repeats = 4;
+  std::string l2 = "cold";
+  int busy_sources = 48, repeats = 4, graph_calls = 20;
+  bool fresh_worker = false;
   app.add_option("--shapes", shapes, "comma-separated cube sizes");
   app.add_option("--busy-shapes", busy_shapes, "shapes re-measured beside a compile batch");
   app.add_option("--busy-sources", busy_sources, "distinct sources compiled in the busy phase");
@@ -69,6 +72,10 @@ int main(int argc, char** argv) {
                  "only: evaluate the kernel --repeats times per shape in one worker, every "
                  "contender's time per evaluation (-> DIR/repeat.csv)");
   app.add_option("--repeats", repeats, "evaluations per shape for --repeat-shapes");
+  app.add_flag("--fresh-worker", fresh_worker,
+               "with --repeat-shapes: every evaluation in a new evaluator (a fresh worker process)");
+  app.add_option("--graph-calls", graph_calls, "reward.graph_calls (calls captured per graph)");
+  app.add_option("--l2", l2, "reward.l2: cold | hot");
   CLI11_PARSE(app, argc, argv);
   fs::create_directories(out);
   const std::string kernel = mma_kernel();
@@ -81,8 +88,11 @@ int main(int argc, char** argv) {
   cfg.timing_budget_ms = 2000;
   cfg.refresh_baselines = true;
   cfg.sandbox = sandbox;
+  cfg.graph_calls = graph_calls;
+  cfg.l2 = l2;
   if (!cache_dir.empty()) cfg.cache_dir = cache_dir;
-  Evaluator ev(cfg, fs::path(out) / "trust.sqlite");
+  auto ev_ptr = std::make_unique<Evaluator>(cfg, fs::path(out) / "trust.sqlite");
+  Evaluator& ev = *ev_ptr;
   if (!repeat_shapes.empty()) {  // evaluation-to-evaluation drift inside one worker
     std::ostringstream rep;
     rep << "M,evaluation,candidate_us";
@@ -99,7 +109,13 @@ int main(int argc, char** argv) {
           return std::string(buf) + "." + std::to_string(1000 + ms).substr(1);
         };
         const std::string t0 = stamp();
-        EvalResult r = ev.evaluate_one(hgemm_task(s, s, s, "nn"), kernel);
+        EvalResult r;
+        if (fresh_worker) {
+          Evaluator fresh(cfg, fs::path(out) / ("fresh-" + std::to_string(s) + "-" + std::to_string(i) + ".sqlite"));
+          r = fresh.evaluate_one(hgemm_task(s, s, s, "nn"), kernel);
+        } else {
+          r = ev.evaluate_one(hgemm_task(s, s, s, "nn"), kernel);
+        }
         rep << s << "," << i << "," << r.cand.median_us;
         std::printf("repeat %lld eval %d [%s - %s]: candidate %.2f", static_cast<long long>(s), i,
                     t0.c_str(), stamp().c_str(), r.cand.median_us);

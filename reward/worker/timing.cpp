@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <numeric>
 #include <set>
 #include <thread>
@@ -13,6 +14,17 @@ namespace {
 std::vector<size_t> unique_sets(const std::vector<size_t>& sets) {
   std::set<size_t> u(sets.begin(), sets.end());
   return {u.begin(), u.end()};
+}
+
+// Diagnostic switches (docs/benchmarks.md, measurement trust), from KERNELRL_TIMING_DIAG, a
+// comma-separated list: prereplay (an untimed replay of the same graph before each timed one),
+// nohold (no stream hold before a timed replay), noeager (no eager companion calls).
+bool diag(const char* flag) {
+  static const std::string v = [] {
+    const char* e = std::getenv("KERNELRL_TIMING_DIAG");
+    return std::string(",") + (e ? e : "") + ",";
+  }();
+  return v.find(std::string(",") + flag + ",") != std::string::npos;
 }
 
 }  // namespace
@@ -67,12 +79,17 @@ TimingOutcome time_contenders(Backend& be, std::vector<Contender> cs, const Timi
   // per call.
   auto timed_unit = [&](size_t c, bool verify) -> double {
     if (device) {
+      if (diag("prereplay")) {
+        be.replay(graph_of[c]);
+        be.wait_stream(plan.timeout_s * plan.graph_calls);
+      }
       prepare(graph_unique);
       if (verify && hooks.poison) hooks.poison(c, graph_unique);
       if (verify && plan.cold_l2) be.flush_l2();
       // The replay is queued behind a hold that opens once it is issued: the interval between
       // the marks is the graph's device time, not the host's latency in launching it.
-      be.hold_stream(plan.timeout_s);
+      const bool hold = !diag("nohold");
+      if (hold) be.hold_stream(plan.timeout_s);
       try {
         be.mark(0);
         be.replay(graph_of[c]);
@@ -81,7 +98,7 @@ TimingOutcome time_contenders(Backend& be, std::vector<Contender> cs, const Timi
         be.gate_open();
         throw;
       }
-      be.gate_open();
+      if (hold) be.gate_open();
       be.wait_stream(plan.timeout_s * plan.graph_calls);
       if (verify && hooks.verify) hooks.verify(c, graph_unique);
       return be.elapsed_us(0, 1) / plan.graph_calls;
@@ -130,7 +147,7 @@ TimingOutcome time_contenders(Backend& be, std::vector<Contender> cs, const Timi
     const bool verify_round = device && r % verify_every == 0 && verified < plan.verify_rounds;
     for (size_t c : order) {
       out.times[c].samples_us.push_back(timed_unit(c, verify_round && c == 0 && plan.candidate_first));
-      if (device) out.times[c].call_us.push_back(eager_call(c));
+      if (device && !diag("noeager")) out.times[c].call_us.push_back(eager_call(c));
     }
     if (verify_round) ++verified;
     tick("round " + std::to_string(r + 1) + "/" + std::to_string(rounds));  // also the heartbeat

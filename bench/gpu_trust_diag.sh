@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Diagnosis of the evaluator's worker-state timing offset (docs/benchmarks.md, "Measurement
+# trust"): from a worker's second evaluation on, every contender's device time per call was
+# ~0.34 us longer than in its first evaluation and than the standalone timer. Each variant below
+# evaluates the same kernel --repeats times at 64^3 in one worker (bench_timing_trust
+# --repeat-shapes) and changes one thing:
+#   default        as the evaluator runs
+#   fresh-worker   every evaluation in a new worker process
+#   calls40        reward.graph_calls 40 (a per-replay constant halves per call; a per-call one not)
+#   hot            reward.l2 hot (no rotation of input sets, no L2 flush)
+#   prereplay      an untimed replay of the same graph right before every timed replay
+#   noeager        no eager companion calls between replays
+#   nohold         no stream hold before a timed replay
+#   eager-modules  CUDA_MODULE_LOADING=EAGER
+#   no-caching     PYTORCH_NO_CUDA_MEMORY_CACHING=1 (every tensor its own cudaMalloc)
+#   usage: bash bench/gpu_trust_diag.sh BUILD OUT [variant ...]
+set -uo pipefail
+build=$1
+out=$2
+shift 2
+variants=("$@")
+((${#variants[@]})) || variants=(default fresh-worker calls40 hot prereplay noeager nohold eager-modules no-caching)
+mkdir -p "$out"
+shape=${DIAG_SHAPE:-64}
+repeats=${DIAG_REPEATS:-3}
+tt=$build/bench/bench_timing_trust
+for v in "${variants[@]}"; do
+  args=(--repeat-shapes "$shape" --repeats "$repeats" --out "$out/$v" --cache-dir /tmp/diag-cache)
+  envs=()
+  case $v in
+    default) ;;
+    fresh-worker) args+=(--fresh-worker) ;;
+    calls40) args+=(--graph-calls 40) ;;
+    hot) args+=(--l2 hot) ;;
+    prereplay | noeager | nohold) envs=(KERNELRL_TIMING_DIAG=$v) ;;
+    eager-modules) envs=(CUDA_MODULE_LOADING=EAGER) ;;
+    no-caching) envs=(PYTORCH_NO_CUDA_MEMORY_CACHING=1) ;;
+    *) echo "unknown variant $v" >&2; exit 2 ;;
+  esac
+  t0=$(date +%s)
+  env "${envs[@]}" "$tt" "${args[@]}" > "$out/$v.log" 2>&1
+  rc=$?
+  echo "== $v ($(( $(date +%s) - t0 )) s, exit $rc)"
+  grep "^repeat" "$out/$v.log" | sed 's/\[[^]]*\]//'
+done
