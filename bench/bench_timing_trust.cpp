@@ -127,6 +127,9 @@ int main(int argc, char** argv) {
         }
         rep << "\n";
         std::printf("\n");
+        if (r.metrics.contains("graph_nodes"))
+          std::printf("graphs %lld eval %d: %s\n", static_cast<long long>(s), i,
+                      r.metrics["graph_nodes"].dump().c_str());
         std::fflush(stdout);
       }
     atomic_write(fs::path(out) / "repeat.csv", rep.str());

@@ -13,6 +13,7 @@
 #   nohold         no stream hold before a timed replay
 #   eager-modules  CUDA_MODULE_LOADING=EAGER
 #   no-caching     PYTORCH_NO_CUDA_MEMORY_CACHING=1 (every tensor its own cudaMalloc)
+#   dot            every captured graph written as verbose Graphviz to OUT/dot (sandbox off)
 #   usage: bash bench/gpu_trust_diag.sh BUILD OUT [variant ...]
 set -uo pipefail
 build=$1
@@ -34,6 +35,7 @@ for v in "${variants[@]}"; do
     hot) args+=(--l2 hot) ;;
     prereplay | noeager | nohold) envs=(KERNELRL_TIMING_DIAG=$v) ;;
     eager-modules) envs=(CUDA_MODULE_LOADING=EAGER) ;;
+    dot) mkdir -p "$out/dot"; envs=(KERNELRL_TIMING_DIAG=dot KERNELRL_DIAG_DIR=$out/dot); args+=(--sandbox off) ;;
     no-caching) envs=(PYTORCH_NO_CUDA_MEMORY_CACHING=1) ;;
     *) echo "unknown variant $v" >&2; exit 2 ;;
   esac
@@ -41,5 +43,5 @@ for v in "${variants[@]}"; do
   env "${envs[@]}" "$tt" "${args[@]}" > "$out/$v.log" 2>&1
   rc=$?
   echo "== $v ($(( $(date +%s) - t0 )) s, exit $rc)"
-  grep "^repeat" "$out/$v.log" | sed 's/\[[^]]*\]//'
+  grep -E "^(repeat|graphs)" "$out/$v.log" | sed "s/\[[^]]*\]//"
 done

@@ -68,6 +68,9 @@ class Backend {
   virtual size_t capture(const std::function<void()>& issue) = 0;
   virtual void replay(size_t graph) = 0;
   virtual void clear_graphs() = 0;
+  // What a captured graph holds, by node type ("kernel 20", "kernel 40, memset 20"): how many
+  // kernels a contender's call launches. "" where the backend has no graphs to inspect.
+  virtual std::string graph_census(size_t graph) { return ""; }
   // A failed capture may leave library state behind: the worker exits after its answer.
   virtual bool tainted() const { return false; }
   // Untimed, on the stream: evicts the L2 (writes a buffer twice its size).

@@ -10,7 +10,10 @@
 #include <atomic>
 #include <memory>
 #include <cctype>
+#include <cstdlib>
+#include <map>
 #include <thread>
+#include <unistd.h>
 
 #include "common/cuda_check.h"
 #include "reward/worker/backend.h"
@@ -150,7 +153,7 @@ class GpuBackend final : public Backend {
   // private pool for the capture, so baselines that allocate (torch ops) stay memory-safe.
   size_t capture(const std::function<void()>& issue) override {
     c10::cuda::CUDAStreamGuard guard(c10::cuda::getStreamFromExternal(stream_, device_));
-    auto g = std::make_unique<at::cuda::CUDAGraph>();
+    auto g = std::make_unique<at::cuda::CUDAGraph>(/*keep_graph=*/true);
     try {
       g->capture_begin({0, 0}, cudaStreamCaptureModeGlobal);
     } catch (const std::exception& e) {
@@ -178,9 +181,17 @@ class GpuBackend final : public Backend {
       tainted_ = true;
       throw CaptureFailure(first_line(err));
     }
+    census_.push_back(census(g->raw_cuda_graph()));
+    try {
+      g->instantiate();
+    } catch (const std::exception& e) {
+      tainted_ = true;
+      throw CaptureFailure("cannot instantiate the captured graph: " + first_line(e.what()));
+    }
     graphs_.push_back(std::move(g));
     return graphs_.size() - 1;
   }
+  std::string graph_census(size_t graph) override { return census_.at(graph); }
   // The instantiated graph launched directly: at::cuda::CUDAGraph::replay() would first enqueue
   // its RNG-state fill kernels, inside the timed window (seen as +0.3 us per call at 20 calls).
   // Nothing captured here draws random numbers.
@@ -191,6 +202,7 @@ class GpuBackend final : public Backend {
   void clear_graphs() override {
     wait_stream(60);
     graphs_.clear();
+    census_.clear();
   }
   void flush_l2() override {
     cudaError_t e = cudaMemsetAsync(flush_, ++flush_value_, flush_bytes_, stream_);
@@ -226,6 +238,48 @@ class GpuBackend final : public Backend {
   double clock_hz_ = 1e9;
   std::vector<cudaEvent_t> events_;
   std::vector<std::unique_ptr<at::cuda::CUDAGraph>> graphs_;
+  std::vector<std::string> census_;
+  int dot_count_ = 0;
+
+  // Node types of a captured graph, counted. Diagnostic: with KERNELRL_TIMING_DIAG containing
+  // "dot", every graph is also written as verbose Graphviz to $KERNELRL_DIAG_DIR (the sandbox must
+  // be off for that write).
+  std::string census(cudaGraph_t graph) {
+    size_t n = 0;
+    if (cudaGraphGetNodes(graph, nullptr, &n) != cudaSuccess) return "?";
+    std::vector<cudaGraphNode_t> nodes(n);
+    if (n && cudaGraphGetNodes(graph, nodes.data(), &n) != cudaSuccess) return "?";
+    std::map<std::string, int> by_type;
+    for (auto node : nodes) {
+      cudaGraphNodeType t{};
+      cudaGraphNodeGetType(node, &t);
+      by_type[node_type_name(t)]++;
+    }
+    std::string out;
+    for (const auto& [name, count] : by_type) out += (out.empty() ? "" : ", ") + name + " " + std::to_string(count);
+    const char* diag = std::getenv("KERNELRL_TIMING_DIAG");
+    const char* dir = std::getenv("KERNELRL_DIAG_DIR");
+    if (diag && dir && std::string(",") .append(diag).append(",").find(",dot,") != std::string::npos) {
+      std::string path = std::string(dir) + "/graph-" + std::to_string(getpid()) + "-" + std::to_string(dot_count_++) + ".dot";
+      cudaGraphDebugDotPrint(graph, path.c_str(), cudaGraphDebugDotFlagsVerbose);
+    }
+    return out;
+  }
+  static const char* node_type_name(cudaGraphNodeType t) {
+    switch (t) {
+      case cudaGraphNodeTypeKernel: return "kernel";
+      case cudaGraphNodeTypeMemcpy: return "memcpy";
+      case cudaGraphNodeTypeMemset: return "memset";
+      case cudaGraphNodeTypeHost: return "host";
+      case cudaGraphNodeTypeGraph: return "child_graph";
+      case cudaGraphNodeTypeEmpty: return "empty";
+      case cudaGraphNodeTypeWaitEvent: return "wait_event";
+      case cudaGraphNodeTypeEventRecord: return "event_record";
+      case cudaGraphNodeTypeMemAlloc: return "mem_alloc";
+      case cudaGraphNodeTypeMemFree: return "mem_free";
+      default: return "other";
+    }
+  }
  public:
   bool tainted() const override { return tainted_; }
 

@@ -52,6 +52,7 @@ TimingOutcome time_contenders(Backend& be, std::vector<Contender> cs, const Timi
   // Device mode: one graph per contender, call i on set i mod n_sets.
   std::vector<size_t> graph_sets, graph_unique;
   std::vector<size_t> graph_of(cs.size(), 0);
+  nlohmann::json graph_nodes = nlohmann::json::object();  // per contender: what its graph holds
   if (device) {
     for (int i = 0; i < plan.graph_calls; ++i) graph_sets.push_back(static_cast<size_t>(i) % n_sets);
     graph_unique = unique_sets(graph_sets);
@@ -70,6 +71,10 @@ TimingOutcome time_contenders(Backend& be, std::vector<Contender> cs, const Timi
     }
     cs = std::move(kept);
     graph_of.resize(cs.size());
+    for (size_t c = 0; c < cs.size(); ++c) {
+      std::string census = be.graph_census(graph_of[c]);
+      if (!census.empty()) graph_nodes[cs[c].name] = census;
+    }
     for (size_t c = 0; c < cs.size(); ++c) be.replay(graph_of[c]);  // first replay uploads
     be.wait_stream(plan.timeout_s * plan.graph_calls * cs.size());
     tick("captured " + std::to_string(cs.size()) + " graphs");
@@ -159,6 +164,7 @@ TimingOutcome time_contenders(Backend& be, std::vector<Contender> cs, const Timi
                  {"graph_calls", device ? plan.graph_calls : 0},
                  {"verified_replays", verified}};
   if (!out.dropped.empty()) out.metrics["dropped_baselines"] = out.dropped;
+  if (!graph_nodes.empty()) out.metrics["graph_nodes"] = graph_nodes;
   return out;
 }
 
