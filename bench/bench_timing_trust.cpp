@@ -62,6 +62,7 @@ int main(int argc, char** argv) {
   std::string l2 = "cold";
   int busy_sources = 48, repeats = 4, graph_calls = 20;
   bool fresh_worker = false;
+  double idle_before = 0;
   app.add_option("--shapes", shapes, "comma-separated cube sizes");
   app.add_option("--busy-shapes", busy_shapes, "shapes re-measured beside a compile batch");
   app.add_option("--busy-sources", busy_sources, "distinct sources compiled in the busy phase");
@@ -74,6 +75,8 @@ int main(int argc, char** argv) {
   app.add_option("--repeats", repeats, "evaluations per shape for --repeat-shapes");
   app.add_flag("--fresh-worker", fresh_worker,
                "with --repeat-shapes: every evaluation in a new evaluator (a fresh worker process)");
+  app.add_option("--idle-before", idle_before,
+                 "with --repeat-shapes: start the worker, then wait this many seconds before the first evaluation");
   app.add_option("--graph-calls", graph_calls, "reward.graph_calls (calls captured per graph)");
   app.add_option("--l2", l2, "reward.l2: cold | hot");
   CLI11_PARSE(app, argc, argv);
@@ -94,6 +97,10 @@ int main(int argc, char** argv) {
   auto ev_ptr = std::make_unique<Evaluator>(cfg, fs::path(out) / "trust.sqlite");
   Evaluator& ev = *ev_ptr;
   if (!repeat_shapes.empty()) {  // evaluation-to-evaluation drift inside one worker
+    if (idle_before > 0) {
+      ev.backend();
+      std::this_thread::sleep_for(std::chrono::duration<double>(idle_before));
+    }
     std::ostringstream rep;
     rep << "M,evaluation,candidate_us";
     for (const auto& b : report_baseline_names()) rep << "," << b << "_us";

@@ -11,6 +11,8 @@
 #   prereplay      an untimed replay of the same graph right before every timed replay
 #   noeager        no eager companion calls between replays
 #   nohold         no stream hold before a timed replay
+#   twice          everything timed twice in each evaluation, the second pass reported
+#   idle3          the worker started, then 3 s idle before the first evaluation
 #   eager-modules  CUDA_MODULE_LOADING=EAGER
 #   no-caching     PYTORCH_NO_CUDA_MEMORY_CACHING=1 (every tensor its own cudaMalloc)
 #   dot            every captured graph written as verbose Graphviz to OUT/dot (sandbox off)
@@ -33,7 +35,8 @@ for v in "${variants[@]}"; do
     fresh-worker) args+=(--fresh-worker) ;;
     calls40) args+=(--graph-calls 40) ;;
     hot) args+=(--l2 hot) ;;
-    prereplay | noeager | nohold) envs=(KERNELRL_TIMING_DIAG=$v) ;;
+    prereplay | noeager | nohold | twice) envs=(KERNELRL_TIMING_DIAG=$v) ;;
+    idle3) args+=(--idle-before 3) ;;
     eager-modules) envs=(CUDA_MODULE_LOADING=EAGER) ;;
     dot) mkdir -p "$out/dot"; envs=(KERNELRL_TIMING_DIAG=dot KERNELRL_DIAG_DIR=$out/dot); args+=(--sandbox off) ;;
     no-caching) envs=(PYTORCH_NO_CUDA_MEMORY_CACHING=1) ;;
