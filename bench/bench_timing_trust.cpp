@@ -134,6 +134,9 @@ int main(int argc, char** argv) {
         }
         rep << "\n";
         std::printf("\n");
+        if (r.metrics.contains("probes"))
+          std::printf("probes %lld eval %d: %s\n", static_cast<long long>(s), i,
+                      r.metrics["probes"].dump().c_str());
         if (r.metrics.contains("graph_nodes"))
           std::printf("graphs %lld eval %d: %s\n", static_cast<long long>(s), i,
                       r.metrics["graph_nodes"].dump().c_str());

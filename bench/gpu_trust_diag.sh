@@ -12,6 +12,7 @@
 #   noeager        no eager companion calls between replays
 #   nohold         no stream hold before a timed replay
 #   twice          everything timed twice in each evaluation, the second pass reported
+#   probe          a built-in kernel timed at points of every evaluation (where the state changes)
 #   idle3          the worker started, then 3 s idle before the first evaluation
 #   eager-modules  CUDA_MODULE_LOADING=EAGER
 #   no-caching     PYTORCH_NO_CUDA_MEMORY_CACHING=1 (every tensor its own cudaMalloc)
@@ -35,7 +36,7 @@ for v in "${variants[@]}"; do
     fresh-worker) args+=(--fresh-worker) ;;
     calls40) args+=(--graph-calls 40) ;;
     hot) args+=(--l2 hot) ;;
-    prereplay | noeager | nohold | twice) envs=(KERNELRL_TIMING_DIAG=$v) ;;
+    prereplay | noeager | nohold | twice | probe) envs=(KERNELRL_TIMING_DIAG=$v) ;;
     idle3) args+=(--idle-before 3) ;;
     eager-modules) envs=(CUDA_MODULE_LOADING=EAGER) ;;
     dot) mkdir -p "$out/dot"; envs=(KERNELRL_TIMING_DIAG=dot KERNELRL_DIAG_DIR=$out/dot); args+=(--sandbox off) ;;
@@ -46,5 +47,5 @@ for v in "${variants[@]}"; do
   env "${envs[@]}" "$tt" "${args[@]}" > "$out/$v.log" 2>&1
   rc=$?
   echo "== $v ($(( $(date +%s) - t0 )) s, exit $rc)"
-  grep -E "^(repeat|graphs)" "$out/$v.log" | sed "s/\[[^]]*\]//"
+  grep -E "^(repeat|graphs|probes)" "$out/$v.log" | sed "s/\[[^]]*\]//"
 done

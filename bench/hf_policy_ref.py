@@ -10,8 +10,8 @@ q/k/v biases), llama3-8b (Llama-3.1-8B: d 4096, 32 layers, heads 32/8, ff 14336,
 Writes OUT/model (save_pretrained, bf16 on CUDA), OUT/ref.safetensors (`tokens` [4, 256] and
 transformers' `logits` in the model dtype, as fp32) and OUT/hf.json: {"shape", "params",
 "generate": {"batch", "prompt", "new", "seconds", "tokens_per_s"}} where generate ran with a
-static cache (cache_implementation="static"), warmed by a first call of 16 new tokens in the
-same process, sampling at temperature 1 with min_new_tokens = max_new_tokens so every row
+static cache (cache_implementation="static"), warmed by a first call with the same arguments
+in the same process (its decode step compiled for these shapes), sampling at temperature 1 with min_new_tokens = max_new_tokens so every row
 decodes the full budget; tokens_per_s = batch * new / wall seconds (prefill included).
 """
 import argparse
@@ -87,8 +87,11 @@ def main():
         gen = dict(do_sample=True, temperature=1.0, top_k=0, top_p=1.0, pad_token_id=0,
                    eos_token_id=None, cache_implementation="static")
         with torch.no_grad():
-            model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=16,
-                           min_new_tokens=16, **gen)  # warm-up: kernels, cache allocation
+            # Warm-up with the timed call's exact arguments: transformers compiles the static-cache
+            # decode step for these shapes (batch, cache length), so a shorter warm-up would leave
+            # the compile inside the timed call.
+            model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=args.new,
+                           min_new_tokens=args.new, **gen)
             if args.device == "cuda":
                 torch.cuda.synchronize()
             t = time.time()

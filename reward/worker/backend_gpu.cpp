@@ -21,6 +21,7 @@
 namespace kernelrl::worker {
 
 cudaError_t launch_gate(const int* open_device_ptr, long long max_cycles, cudaStream_t stream);
+cudaError_t launch_probe(float* data, cudaStream_t stream);
 
 namespace {
 
@@ -71,6 +72,7 @@ class GpuBackend final : public Backend {
   ~GpuBackend() override {
     *open_ = 1;
     graphs_.clear();
+    if (probe_exec_) cudaGraphExecDestroy(probe_exec_);
     if (flush_) cudaFree(flush_);
     for (auto e : events_) cudaEventDestroy(e);
     cudaStreamDestroy(stream_);
@@ -208,6 +210,31 @@ class GpuBackend final : public Backend {
     cudaError_t e = cudaMemsetAsync(flush_, ++flush_value_, flush_bytes_, stream_);
     if (e != cudaSuccess) fatal(e, "flushing the L2");
   }
+  double probe_us() override {
+    if (!probe_exec_) {
+      cudaGraph_t g;
+      CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+      for (int i = 0; i < 20; ++i) launch_probe(static_cast<float*>(flush_) + (i % 4) * 4096, stream_);
+      CUDA_CHECK(cudaStreamEndCapture(stream_, &g));
+      CUDA_CHECK(cudaGraphInstantiate(&probe_exec_, g, 0));
+      cudaGraphDestroy(g);
+      CUDA_CHECK(cudaGraphLaunch(probe_exec_, stream_));
+    }
+    ensure_marks(2);
+    std::vector<double> t;
+    for (int r = 0; r < 7; ++r) {
+      flush_l2();
+      hold_stream(5);
+      mark(0);
+      CUDA_CHECK(cudaGraphLaunch(probe_exec_, stream_));
+      mark(1);
+      gate_open();
+      wait_stream(5);
+      t.push_back(elapsed_us(0, 1) / 20);
+    }
+    std::sort(t.begin(), t.end());
+    return t[t.size() / 2];
+  }
   Info info() override {
     Info i;
     cudaDeviceProp p{};
@@ -239,6 +266,7 @@ class GpuBackend final : public Backend {
   std::vector<cudaEvent_t> events_;
   std::vector<std::unique_ptr<at::cuda::CUDAGraph>> graphs_;
   std::vector<std::string> census_;
+  cudaGraphExec_t probe_exec_ = nullptr;
   int dot_count_ = 0;
 
   // Node types of a captured graph, counted. Diagnostic: with KERNELRL_TIMING_DIAG containing

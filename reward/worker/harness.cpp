@@ -258,8 +258,20 @@ struct Harness::Impl {
 
   // ------------------------------------------------------------------------ the protocol
   nlohmann::json run(const TaskSpec& task, LaunchFn fn, const Opts& o, const Tick& tick) {
+    // Diagnostic (docs/benchmarks.md, measurement trust): KERNELRL_TIMING_DIAG=probe times a
+    // built-in kernel at points of the evaluation (metrics "probes", per-launch device µs).
+    static const bool probing = [] {
+      const char* d = std::getenv("KERNELRL_TIMING_DIAG");
+      return d && std::string(d).find("probe") != std::string::npos;
+    }();
+    nlohmann::json probes = nlohmann::json::array();
+    auto probe = [&](const char* where) {
+      if (probing) probes.push_back({where, be.probe_us()});
+    };
+    probe("start");
     at::manual_seed(o.seed_base);
     auto kind = make_task_kind(task, be, dev, baselines, o);
+    probe("kind made");
     nlohmann::json metrics = nlohmann::json::object();
     double max_dev = 0;
     // Warm-up call (ungated): with lazy module loading the first launch loads the candidate's
@@ -274,6 +286,7 @@ struct Harness::Impl {
       be.sync_device();
     }
     tick("warm-up done");
+    probe("warm-up call");
     int trials = 0;
     for (int s = 0; s < o.seeds; ++s) {
       at::manual_seed(o.seed_base + 1000003ull * (s + 1));
@@ -314,6 +327,7 @@ struct Harness::Impl {
       tick("seed " + std::to_string(s) + " passed");
     }
     metrics["check_trials"] = trials;
+    probe("checks");
 
     // ---- timing ----
     std::vector<std::string> names = kind->timeable(o.baselines);
@@ -336,6 +350,7 @@ struct Harness::Impl {
       cand_args.push_back(make_args(in, out, kind->dims(s.inputs)));
     }
     be.sync_device();
+    probe("timing sets");
     metrics["set_bytes"] = set_bytes;
     metrics["l2_bytes"] = info.l2_bytes;
 
@@ -403,6 +418,7 @@ struct Harness::Impl {
                "kernelrl_launch)");
     }
     for (const auto& [k, v] : timed.metrics.items()) metrics[k] = v;
+    probe("timed");
 
     // Device-wide wall clock versus the stream's events: work that escaped the stream (and so
     // the events) still holds up cudaDeviceSynchronize.
@@ -426,6 +442,7 @@ struct Harness::Impl {
                                           fmt(e) + " us: work escaped the stream while timed");
     }
 
+    probe("wall check");
     // Post-timing verification on the timing buffers with new values: a result cached during
     // the timing rounds (by pointer or call count) fails here.
     {
@@ -445,6 +462,8 @@ struct Harness::Impl {
                                               Draw::normal, "post-timing"));
     }
 
+    probe("post-timing check");
+    if (probing) metrics["probes"] = probes;
     nlohmann::json res;
     res["status"] = "ok";
     res["check"] = "";
