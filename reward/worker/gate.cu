@@ -18,8 +18,6 @@ cudaError_t launch_gate(const int* open_device_ptr, long long max_cycles, cudaSt
   return cudaGetLastError();
 }
 
-}  // namespace kernelrl::worker
-
 // Diagnostic probe (KERNELRL_TIMING_DIAG=probe): one small block that reads and writes 16 KiB,
 // launched back-to-back; its device time per launch shows per-kernel overheads of the process.
 __global__ void probe_kernel(float* p) {
@@ -31,3 +29,5 @@ cudaError_t launch_probe(float* data, cudaStream_t stream) {
   probe_kernel<<<16, 256, 0, stream>>>(data);
   return cudaGetLastError();
 }
+
+}  // namespace kernelrl::worker
