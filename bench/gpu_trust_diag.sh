@@ -47,5 +47,5 @@ for v in "${variants[@]}"; do
   env "${envs[@]}" "$tt" "${args[@]}" > "$out/$v.log" 2>&1
   rc=$?
   echo "== $v ($(( $(date +%s) - t0 )) s, exit $rc)"
-  grep -E "^(repeat|graphs|probes)" "$out/$v.log" | sed "s/\[[^]]*\]//"
+  grep -E "^(repeat|graphs|probes)" "$out/$v.log" | sed -E "s/ \[[0-9:. -]+\]//"
 done

@@ -258,16 +258,7 @@ struct Harness::Impl {
 
   // ------------------------------------------------------------------------ the protocol
   nlohmann::json run(const TaskSpec& task, LaunchFn fn, const Opts& o, const Tick& tick) {
-    // Diagnostic (docs/benchmarks.md, measurement trust): KERNELRL_TIMING_DIAG=probe times a
-    // built-in kernel at points of the evaluation (metrics "probes", per-launch device µs).
-    static const bool probing = [] {
-      const char* d = std::getenv("KERNELRL_TIMING_DIAG");
-      return d && std::string(d).find("probe") != std::string::npos;
-    }();
-    nlohmann::json probes = nlohmann::json::array();
-    auto probe = [&](const char* where) {
-      if (probing) probes.push_back({where, be.probe_us()});
-    };
+    auto probe = [&](const std::string& where) { diag_probe(be, where); };
     probe("start");
     at::manual_seed(o.seed_base);
     auto kind = make_task_kind(task, be, dev, baselines, o);
@@ -296,21 +287,30 @@ struct Harness::Impl {
       auto v1 = kind->draw(first, nullptr);
       std::vector<Guarded> in1, out1 = new_outputs(*kind);
       for (auto& x : v1) in1.push_back(guarded_copy(x));
+      if (s == 0) probe("s0 drawn");
       auto r1 = checked_call(fn, in1, out1, kind->dims(v1), o.timeout_s);
       ++trials;
+      if (s == 0) probe("s0 checked call 1");
       check_written(r1, tag + "first");
-      max_dev = std::max(max_dev, kind->check(r1, kind->reference(v1), v1, first, tag + "first"));
+      auto ref1 = kind->reference(v1);
+      if (s == 0) probe("s0 reference 1");
+      max_dev = std::max(max_dev, kind->check(r1, ref1, v1, first, tag + "first"));
+      if (s == 0) probe("s0 check 1");
       // (2) same buffers, new normal values: a result cached by pointer is stale here.
       auto v2 = kind->draw(Draw::normal, nullptr);
       for (size_t i = 0; i < v2.size(); ++i) in1[i].view.copy_(v2[i]);
       auto r2 = checked_call(fn, in1, out1, kind->dims(v2), o.timeout_s);
       ++trials;
+      if (s == 0) probe("s0 checked call 2");
       if (any_stale(r2, r1))
         fail("cached_by_pointer",
              "same buffers with new values returned the previous call's result (or nothing): "
              "results are cached by pointer");
       check_written(r2, tag + "normal");
-      max_dev = std::max(max_dev, kind->check(r2, kind->reference(v2), v2, Draw::normal, tag + "normal"));
+      auto ref2 = kind->reference(v2);
+      if (s == 0) probe("s0 reference 2");
+      max_dev = std::max(max_dev, kind->check(r2, ref2, v2, Draw::normal, tag + "normal"));
+      if (s == 0) probe("s0 check 2");
       // (3) new buffers, the same values with 5% redrawn (leading row/column kept): a result
       //     cached by a fingerprint of the values is stale here.
       auto v3 = kind->draw(Draw::perturbed, &v2);
@@ -463,7 +463,7 @@ struct Harness::Impl {
     }
 
     probe("post-timing check");
-    if (probing) metrics["probes"] = probes;
+    if (auto p = take_probes(); !p.empty()) metrics["probes"] = p;
     nlohmann::json res;
     res["status"] = "ok";
     res["check"] = "";

@@ -27,7 +27,22 @@ bool diag(const char* flag) {
   return v.find(std::string(",") + flag + ",") != std::string::npos;
 }
 
+nlohmann::json& probe_log() {
+  static nlohmann::json log = nlohmann::json::array();
+  return log;
+}
+
 }  // namespace
+
+void diag_probe(Backend& be, const std::string& where) {
+  if (diag("probe")) probe_log().push_back({where, be.probe_us()});
+}
+
+nlohmann::json take_probes() {
+  nlohmann::json out = probe_log();
+  probe_log() = nlohmann::json::array();
+  return out;
+}
 
 TimingOutcome time_contenders(Backend& be, std::vector<Contender> cs, const TimingPlan& plan,
                               const TimingHooks& hooks, std::mt19937_64& rng, const Tick& tick) {

@@ -68,6 +68,12 @@ struct TimingOutcome {
 
 using Tick = std::function<void(const std::string&)>;
 
+// Diagnostic (docs/benchmarks.md, measurement trust), with KERNELRL_TIMING_DIAG containing
+// "probe": diag_probe times the backend's built-in probe kernel and logs it under `where`;
+// take_probes() hands the log over (and clears it). Without the switch both do nothing.
+void diag_probe(Backend& be, const std::string& where);
+nlohmann::json take_probes();
+
 // With plan.candidate_first, contender 0 is the candidate: if it cannot be captured,
 // CaptureFailure propagates (the harness turns it into a verdict), and its sampled replays are
 // verified. Any other contender that cannot be captured is dropped and named.
