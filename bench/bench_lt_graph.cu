@@ -10,7 +10,8 @@
 // algorithm (the device idle when it is issued): the call time a host loop sees.
 //
 //   nvcc -O2 -std=c++17 -arch=sm_90 bench_lt_graph.cu -lcublasLt -o bench_lt_graph
-//   ./bench_lt_graph [--shapes 64,256,...|MxNxK,...] [--layout nn|tn] [--rounds R] > out.csv
+//   ./bench_lt_graph [--shapes 64,256,...|MxNxK,...] [--layout nn|tn] [--rounds R]
+//                    [--reserve-mb MB] > out.csv
 #include <cublasLt.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -74,9 +75,11 @@ double median(std::vector<double> v) {
 int main(int argc, char** argv) {
   std::string shapes_arg = "64,128,256,512,768,1024,1536,2048,3072,4096,8192,16384", layout = "nn";
   int rounds = 15;
+  long reserve_mb = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string k = argv[i];
     if (k == "--shapes") shapes_arg = argv[i + 1];
+    else if (k == "--reserve-mb") reserve_mb = std::atol(argv[i + 1]);
     else if (k == "--layout") layout = argv[i + 1];
     else if (k == "--rounds") rounds = std::atoi(argv[i + 1]);
   }
@@ -99,6 +102,14 @@ int main(int argc, char** argv) {
   size_t flush_bytes = 2 * static_cast<size_t>(prop.l2CacheSize);
   void* flush;
   CK(cudaMalloc(&flush, flush_bytes));
+  // --reserve-mb: device memory held (and written once) for the whole run, as a process with
+  // weights or caches holds it; a diagnostic of footprint-dependent per-kernel overheads.
+  if (reserve_mb > 0) {
+    void* held;
+    CK(cudaMalloc(&held, static_cast<size_t>(reserve_mb) << 20));
+    CK(cudaMemset(held, 0, static_cast<size_t>(reserve_mb) << 20));
+    CK(cudaDeviceSynchronize());
+  }
   cudaEvent_t e0, e1;
   CK(cudaEventCreate(&e0));
   CK(cudaEventCreate(&e1));

@@ -13,6 +13,7 @@
 #   nohold         no stream hold before a timed replay
 #   twice          everything timed twice in each evaluation, the second pass reported
 #   probe          a built-in kernel timed at points of every evaluation (where the state changes)
+#   reserveMB      the worker holds MB of device memory from its start (KERNELRL_DIAG_RESERVE_MB)
 #   idle3          the worker started, then 3 s idle before the first evaluation
 #   eager-modules  CUDA_MODULE_LOADING=EAGER
 #   no-caching     PYTORCH_NO_CUDA_MEMORY_CACHING=1 (every tensor its own cudaMalloc)
@@ -38,6 +39,7 @@ for v in "${variants[@]}"; do
     hot) args+=(--l2 hot) ;;
     prereplay | noeager | nohold | twice | probe) envs=(KERNELRL_TIMING_DIAG=$v) ;;
     idle3) args+=(--idle-before 3) ;;
+    reserve*) envs=(KERNELRL_DIAG_RESERVE_MB=${v#reserve}) ;;
     eager-modules) envs=(CUDA_MODULE_LOADING=EAGER) ;;
     dot) mkdir -p "$out/dot"; envs=(KERNELRL_TIMING_DIAG=dot KERNELRL_DIAG_DIR=$out/dot); args+=(--sandbox off) ;;
     no-caching) envs=(PYTORCH_NO_CUDA_MEMORY_CACHING=1) ;;

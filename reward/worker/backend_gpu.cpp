@@ -68,12 +68,21 @@ class GpuBackend final : public Backend {
     flush_bytes_ = 2 * static_cast<size_t>(std::max(l2, 1 << 20));
     CUDA_CHECK(cudaMalloc(&flush_, flush_bytes_));
     clock_hz_ = static_cast<double>(khz) * 1000.0;
+    // Diagnostic (docs/benchmarks.md, measurement trust): KERNELRL_DIAG_RESERVE_MB holds that
+    // much device memory, written once, for the worker's life.
+    if (const char* mb = std::getenv("KERNELRL_DIAG_RESERVE_MB"); mb && std::atol(mb) > 0) {
+      const size_t bytes = static_cast<size_t>(std::atol(mb)) << 20;
+      CUDA_CHECK(cudaMalloc(&reserve_, bytes));
+      CUDA_CHECK(cudaMemset(reserve_, 0, bytes));
+      CUDA_CHECK(cudaDeviceSynchronize());
+    }
   }
   ~GpuBackend() override {
     *open_ = 1;
     graphs_.clear();
     if (probe_exec_) cudaGraphExecDestroy(probe_exec_);
     if (flush_) cudaFree(flush_);
+    if (reserve_) cudaFree(reserve_);
     for (auto e : events_) cudaEventDestroy(e);
     cudaStreamDestroy(stream_);
     cudaFreeHost(open_);
@@ -314,6 +323,7 @@ class GpuBackend final : public Backend {
  private:
   bool tainted_ = false;
   void* flush_ = nullptr;
+  void* reserve_ = nullptr;
   size_t flush_bytes_ = 0;
   unsigned char flush_value_ = 0;
 
