@@ -314,16 +314,22 @@ struct Harness::Impl {
       // (3) new buffers, the same values with 5% redrawn (leading row/column kept): a result
       //     cached by a fingerprint of the values is stale here.
       auto v3 = kind->draw(Draw::perturbed, &v2);
+      if (s == 0) probe("s0 perturbed drawn");
       std::vector<Guarded> in3, out3 = new_outputs(*kind);
       for (auto& x : v3) in3.push_back(guarded_copy(x));
+      if (s == 0) probe("s0 perturbed copies");
       auto r3 = checked_call(fn, in3, out3, kind->dims(v3), o.timeout_s);
       ++trials;
+      if (s == 0) probe("s0 checked call 3");
       if (any_stale(r3, r2))
         fail("cached_by_value",
              "inputs that differ from the previous call's in 5% of their elements returned the "
              "previous result (or nothing): results are cached by input value");
       check_written(r3, tag + "perturbed");
-      max_dev = std::max(max_dev, kind->check(r3, kind->reference(v3), v3, Draw::perturbed, tag + "perturbed"));
+      if (s == 0) probe("s0 written 3");
+      auto ref3 = kind->reference(v3);
+      if (s == 0) probe("s0 reference 3");
+      max_dev = std::max(max_dev, kind->check(r3, ref3, v3, Draw::perturbed, tag + "perturbed"));
       tick("seed " + std::to_string(s) + " passed");
     }
     metrics["check_trials"] = trials;
