@@ -61,7 +61,7 @@ int main(int argc, char** argv) {
   std::string cache_dir, sandbox = "auto", repeat_shapes;
   std::string l2 = "cold";
   int busy_sources = 48, repeats = 4, graph_calls = 20;
-  bool fresh_worker = false;
+  bool fresh_worker = false, stream_gate = false;
   double idle_before = 0;
   app.add_option("--shapes", shapes, "comma-separated cube sizes");
   app.add_option("--busy-shapes", busy_shapes, "shapes re-measured beside a compile batch");
@@ -79,6 +79,7 @@ int main(int argc, char** argv) {
                  "with --repeat-shapes: start the worker, then wait this many seconds before the first evaluation");
   app.add_option("--graph-calls", graph_calls, "reward.graph_calls (calls captured per graph)");
   app.add_option("--l2", l2, "reward.l2: cold | hot");
+  app.add_flag("--stream-gate", stream_gate, "reward.stream_gate (the legacy-stream gate)");
   CLI11_PARSE(app, argc, argv);
   fs::create_directories(out);
   const std::string kernel = mma_kernel();
@@ -93,6 +94,7 @@ int main(int argc, char** argv) {
   cfg.sandbox = sandbox;
   cfg.graph_calls = graph_calls;
   cfg.l2 = l2;
+  cfg.stream_gate = stream_gate;
   if (!cache_dir.empty()) cfg.cache_dir = cache_dir;
   auto ev_ptr = std::make_unique<Evaluator>(cfg, fs::path(out) / "trust.sqlite");
   Evaluator& ev = *ev_ptr;

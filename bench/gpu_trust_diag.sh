@@ -14,9 +14,8 @@
 #   twice          everything timed twice in each evaluation, the second pass reported
 #   probe          a built-in kernel timed at points of every evaluation (where the state changes)
 #   reserveMB      the worker holds MB of device memory from its start (KERNELRL_DIAG_RESERVE_MB)
-#   nogate         no legacy-stream gate around checked calls (the escaped-stream check weakened)
-#   devgate        the gate and hold spin on a device-memory flag opened by a copy on a control
-#                  stream, instead of on mapped host memory
+#   gate           reward.stream_gate on (the legacy-stream gate around checked calls; the
+#                  cause: with it, the offset appears after about a dozen gated calls)
 #   idle3          the worker started, then 3 s idle before the first evaluation
 #   eager-modules  CUDA_MODULE_LOADING=EAGER
 #   no-caching     PYTORCH_NO_CUDA_MEMORY_CACHING=1 (every tensor its own cudaMalloc)
@@ -40,8 +39,9 @@ for v in "${variants[@]}"; do
     fresh-worker) args+=(--fresh-worker) ;;
     calls40) args+=(--graph-calls 40) ;;
     hot) args+=(--l2 hot) ;;
-    prereplay | noeager | nohold | twice | probe | nogate | devgate) envs=(KERNELRL_TIMING_DIAG=$v) ;;
+    prereplay | noeager | nohold | twice | probe) envs=(KERNELRL_TIMING_DIAG=$v) ;;
     idle3) args+=(--idle-before 3) ;;
+    gate) args+=(--stream-gate) ;;
     reserve*) envs=(KERNELRL_DIAG_RESERVE_MB=${v#reserve}) ;;
     eager-modules) envs=(CUDA_MODULE_LOADING=EAGER) ;;
     dot) mkdir -p "$out/dot"; envs=(KERNELRL_TIMING_DIAG=dot KERNELRL_DIAG_DIR=$out/dot); args+=(--sandbox off) ;;

@@ -136,7 +136,9 @@ struct Evaluator::Impl {
                   << (include_dirs.empty() ? std::string(", no CUTLASS headers")
                                            : ", CUTLASS " + cutlass_version(include_dirs[0]))
                   << ", sandbox " << sandbox;
-    if (sandbox_parts == "off") KRL_LOG(warn) << "sandbox: " << sandbox;
+    if (sandbox_parts == "off") {
+      KRL_LOG(warn) << "sandbox: " << sandbox;
+    }
   }
 
   std::map<std::string, int64_t> evals_since_check;  // per baseline key: for re-checks
@@ -280,6 +282,7 @@ std::string Evaluator::settings_fingerprint() const {
                       {"l2", c.l2},
                       {"graph_calls", c.timing == "device" ? c.graph_calls : 0},
                       {"verify_rounds", c.timing == "device" ? c.verify_rounds : 0},
+                      {"stream_gate", c.stream_gate},
                       {"server_gap_us", c.timing == "server" ? c.server_gap_us : 0},
                       {"baseline", c.baseline},
                       {"alpha", c.alpha},
@@ -445,6 +448,7 @@ std::vector<EvalResult> Evaluator::evaluate(const TaskSpec& task, const std::vec
                             {"max_rounds", cfg.max_rounds},
                             {"graph_calls", cfg.graph_calls},
                             {"verify_rounds", cfg.verify_rounds},
+                            {"stream_gate", cfg.stream_gate},
                             {"budget_ms", cfg.timing_budget_ms},
                             {"gap_us", cfg.server_gap_us},
                             {"call_timeout_s", cfg.call_timeout_s},
@@ -513,10 +517,11 @@ std::vector<EvalResult> Evaluator::evaluate(const TaskSpec& task, const std::vec
       auto old = cached.find(name);
       if (recheck && old != cached.end() && old->second.stats.valid()) {
         double drift = row.stats.median_us / old->second.stats.median_us - 1;
-        if (std::abs(drift) > cfg.baseline_drift)
+        if (std::abs(drift) > cfg.baseline_drift) {
           KRL_LOG(warn) << "evaluator: baseline " << name << " at " << task.name << " drifted "
                         << drift * 100 << "% (" << old->second.stats.median_us << " -> "
                         << row.stats.median_us << " us, " << cfg.timing << "): re-measured";
+        }
       }
       table[name] = row;
       fresh.insert(name);

@@ -26,6 +26,13 @@ struct RewardConfig {
   std::string timing = "device";
   int64_t graph_calls = 20;         // device mode: back-to-back calls captured per graph (>= 20)
   int64_t verify_rounds = 2;        // device mode: replays whose outputs are poisoned and checked
+  // A gate kernel on the legacy default stream around every checked call, so work a candidate
+  // launches there queues until its own stream's outputs are snapshotted (escaped_stream, caught
+  // deterministically). Off by default: after about a dozen gated calls in a worker, every kernel
+  // the process runs takes ~0.35 us longer on an H100 (docs/benchmarks.md, "Measurement trust");
+  // without it, escaped work is still caught by the snapshot comparison, by device-mode replay
+  // verification (the escaped kernel is not in the graph) and by the wall-clock check.
+  bool stream_gate = false;
   std::string store = "";           // SQLite results store; "" = <run_dir>/results.sqlite
   // ---- checking ----
   int64_t seeds = 3;                // correctness seeds (each: {0,1}, normal, perturbed trials)
@@ -82,6 +89,8 @@ struct RewardConfig {
             cfg::in_closed(20, 1000));
     v.field("verify_rounds", verify_rounds, "device timing: replays whose outputs are checked",
             cfg::in_closed(1, 1000));
+    v.field("stream_gate", stream_gate,
+            "hold the legacy default stream around checked calls (slows later kernels; see docs)");
     v.field("store", store, "SQLite results store path; empty = <run_dir>/results.sqlite");
     v.field("seeds", seeds, "correctness seeds per candidate", cfg::in_closed(1, 100));
     v.field("deviation_slack", deviation_slack,

@@ -68,14 +68,6 @@ class GpuBackend final : public Backend {
     flush_bytes_ = 2 * static_cast<size_t>(std::max(l2, 1 << 20));
     CUDA_CHECK(cudaMalloc(&flush_, flush_bytes_));
     clock_hz_ = static_cast<double>(khz) * 1000.0;
-    devgate_ = diag_has("devgate");
-    if (devgate_) {
-      CUDA_CHECK(cudaStreamCreateWithFlags(&ctrl_, cudaStreamNonBlocking));
-      CUDA_CHECK(cudaMalloc(&dflag_, sizeof(int)));
-      CUDA_CHECK(cudaMemset(dflag_, 1, sizeof(int)));
-      CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&one_), sizeof(int), cudaHostAllocDefault));
-      *one_ = 1;
-    }
     // Diagnostic (docs/benchmarks.md, measurement trust): KERNELRL_DIAG_RESERVE_MB holds that
     // much device memory, written once, for the worker's life.
     if (const char* mb = std::getenv("KERNELRL_DIAG_RESERVE_MB"); mb && std::atol(mb) > 0) {
@@ -91,11 +83,6 @@ class GpuBackend final : public Backend {
     if (probe_exec_) cudaGraphExecDestroy(probe_exec_);
     if (flush_) cudaFree(flush_);
     if (reserve_) cudaFree(reserve_);
-    if (devgate_) {
-      cudaStreamDestroy(ctrl_);
-      cudaFree(dflag_);
-      cudaFreeHost(one_);
-    }
     for (auto e : events_) cudaEventDestroy(e);
     cudaStreamDestroy(stream_);
     cudaFreeHost(open_);
@@ -131,9 +118,8 @@ class GpuBackend final : public Backend {
                         cudaGetErrorString(e) + ")");
   }
   void gate_close(double max_s) override {
-    if (diag_has("nogate")) return;
     close_flag();
-    cudaError_t e = launch_gate(flag(), static_cast<long long>(clock_hz_ * max_s), cudaStreamLegacy);
+    cudaError_t e = launch_gate(open_dev_, static_cast<long long>(clock_hz_ * max_s), cudaStreamLegacy);
     if (e != cudaSuccess) {
       gate_open();
       fatal(e, "launching the stream gate");
@@ -141,7 +127,7 @@ class GpuBackend final : public Backend {
   }
   void hold_stream(double max_s) override {
     close_flag();
-    cudaError_t e = launch_gate(flag(), static_cast<long long>(clock_hz_ * max_s), stream_);
+    cudaError_t e = launch_gate(open_dev_, static_cast<long long>(clock_hz_ * max_s), stream_);
     if (e != cudaSuccess) {
       gate_open();
       fatal(e, "launching the stream hold");
@@ -150,7 +136,6 @@ class GpuBackend final : public Backend {
   void gate_open() override {
     *open_ = 1;
     std::atomic_thread_fence(std::memory_order_seq_cst);
-    if (devgate_) cudaMemcpyAsync(dflag_, one_, sizeof(int), cudaMemcpyHostToDevice, ctrl_);
   }
   void copy_on_stream(void* dst, const void* src, size_t bytes) override {
     cudaError_t e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_);
@@ -288,27 +273,9 @@ class GpuBackend final : public Backend {
   std::vector<cudaEvent_t> events_;
   std::vector<std::unique_ptr<at::cuda::CUDAGraph>> graphs_;
   std::vector<std::string> census_;
-  // Diagnostic devgate: the gate spins on a device-memory flag that a copy on a control stream
-  // opens, instead of on mapped host memory.
-  bool devgate_ = false;
-  cudaStream_t ctrl_ = nullptr;
-  int* dflag_ = nullptr;
-  int* one_ = nullptr;
-  const int* flag() const { return devgate_ ? dflag_ : open_dev_; }
   void close_flag() {
     *open_ = 0;
     std::atomic_thread_fence(std::memory_order_seq_cst);
-    if (devgate_) {
-      cudaMemsetAsync(dflag_, 0, sizeof(int), ctrl_);
-      cudaStreamSynchronize(ctrl_);
-    }
-  }
-  static bool diag_has(const char* f) {
-    static const std::string v = [] {
-      const char* e = std::getenv("KERNELRL_TIMING_DIAG");
-      return std::string(",") + (e ? e : "") + ",";
-    }();
-    return v.find(std::string(",") + f + ",") != std::string::npos;
   }
   cudaGraphExec_t probe_exec_ = nullptr;
   int dot_count_ = 0;

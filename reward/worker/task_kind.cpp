@@ -54,6 +54,7 @@ Opts parse_opts(const nlohmann::json& r) {
   o.max_rounds = std::max(o.min_rounds, r.value("max_rounds", 50));
   o.graph_calls = r.value("graph_calls", 20);
   o.verify_rounds = r.value("verify_rounds", 2);
+  o.stream_gate = r.value("stream_gate", false);
   o.budget_ms = r.value("budget_ms", 400.0);
   o.gap_us = r.value("gap_us", 200.0);
   o.timeout_s = r.value("call_timeout_s", 20.0);
