@@ -19,6 +19,7 @@
 #include "common/tensorboard.h"
 #include "data/families.h"
 #include "data/task_suite.h"
+#include "model/chat_format.h"
 #include "model/checkpoint.h"
 #include "model/device.h"
 #include "reward/evaluator.h"
@@ -664,9 +665,9 @@ class RlStage {
       if (it == tasks_.end())
         throw UserError("checkpoint: rows sampled ahead are for task '" + name +
                         "', which this stage no longer has");
-      p.groups.push_back({*it, g.at("prompt").get<std::string>(),
-                          g.at("prompt_ids").get<std::vector<int64_t>>(),
-                          g.at("exemplars_used").get<int64_t>()});
+      p.groups.push_back(
+          {*it, g.at("prompt").get<std::string>(), g.at("prompt_ids").get<std::vector<int64_t>>(),
+           g.at("exemplars_used").get<int64_t>(), turn_end(job_.model.prompt_format)});
     }
     for (const auto& r : j.at("rollouts")) {
       Rollout x;

@@ -65,7 +65,9 @@ TEST(DebugPipeline, AllThreeStagesRunOnTheHostBackendAndResumeExactly) {
     // rollout.overlap=1: step 2's rows were sampled during step 1, before its update, so after
     // an update their first-pass ratio π_θ/π_old is no longer exactly 1 (one step off-policy).
     EXPECT_EQ(recs[1]["overlap"].get<int64_t>(), 1);
-    if (recs[0]["updates"].get<int64_t>() > 0) EXPECT_NE(recs[1]["ratio_mean"].get<double>(), 1.0);
+    if (recs[0]["updates"].get<int64_t>() > 0) {
+      EXPECT_NE(recs[1]["ratio_mean"].get<double>(), 1.0);
+    }
   }
   EXPECT_FALSE(fs::is_empty(dir / "a/tensorboard/hgemm_rl"));
   EXPECT_TRUE(fs::exists(dir / "a/config.yaml"));
@@ -92,8 +94,10 @@ TEST(DebugPipeline, AllThreeStagesRunOnTheHostBackendAndResumeExactly) {
     for (size_t i = 0; i < ra.size(); ++i)
       for (const char* key : {"loss", "reward_mean", "reward_max", "completion_len", "kl", "entropy",
                               "grad_norm", "ratio_mean", "updates"})
-        if (ra[i].contains(key)) EXPECT_DOUBLE_EQ(ra[i][key].get<double>(), rb[i][key].get<double>())
+        if (ra[i].contains(key)) {
+          EXPECT_DOUBLE_EQ(ra[i][key].get<double>(), rb[i][key].get<double>())
               << key << " at step " << i + 1;
+        }
   }
 }
 

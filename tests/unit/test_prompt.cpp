@@ -149,10 +149,10 @@ TEST(PromptGroup, AnExemplarThatNeverFitsIsDroppedBeforeShorterOnes) {
   both.exemplars = {parts.exemplars[0], parts.exemplars[1]};
   const int64_t need =
       static_cast<int64_t>(tok.encode(build_prompt(hgemm(), both), tok.bos_id() >= 0).size());
-  const int64_t huge_alone = static_cast<int64_t>(
-      tok.encode(build_prompt(hgemm(), PromptParts{"", "", {parts.exemplars[2]}}),
-                 tok.bos_id() >= 0)
-          .size());
+  PromptParts alone;
+  alone.exemplars = {parts.exemplars[2]};
+  const int64_t huge_alone =
+      static_cast<int64_t>(tok.encode(build_prompt(hgemm(), alone), tok.bos_id() >= 0).size());
   ASSERT_GT(huge_alone, need + 50);
   // Room for a and c together (and 10 tokens to spare), never for b.
   PromptGroup g = make_prompt_group(hgemm(), parts, tok, need + 10 + 32, 32);

@@ -80,7 +80,9 @@ TEST(RewardSandbox, HostileCandidatesAreNamedAndWriteNothing) {
         << rs[i].compile_log;
     EXPECT_EQ(rs[i].check, c.check) << "variant " << c.hostile << ": " << rs[i].reason;
     EXPECT_NE(rs[i].reason.find(c.in_reason), std::string::npos) << rs[i].reason;
-    if (c.status != EvalStatus::ok) EXPECT_EQ(rs[i].reward, ev.config().failed_reward);
+    if (c.status != EvalStatus::ok) {
+      EXPECT_EQ(rs[i].reward, ev.config().failed_reward);
+    }
   }
   std::string appeared;
   for (const auto& e : fs::directory_iterator(target))
@@ -101,8 +103,9 @@ TEST(RewardSandbox, OffLetsTheFileWriterPassAndChangesTheFingerprint) {
       << "the unsandboxed candidate did not write its file";
   // A verdict depends on the sandbox: results cached without it do not answer for it.
   Evaluator on(sandbox_config(dir, "auto"), dir / "results.sqlite");
-  if (on.sandbox().rfind("off", 0) != 0)
+  if (on.sandbox().rfind("off", 0) != 0) {
     EXPECT_NE(on.settings_fingerprint(), off.settings_fingerprint());
+  }
 }
 
 }  // namespace
