@@ -18,7 +18,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <memory>
 #include <sstream>
 #include <thread>
 
@@ -96,8 +95,7 @@ int main(int argc, char** argv) {
   cfg.l2 = l2;
   cfg.stream_gate = stream_gate;
   if (!cache_dir.empty()) cfg.cache_dir = cache_dir;
-  auto ev_ptr = std::make_unique<Evaluator>(cfg, fs::path(out) / "trust.sqlite");
-  Evaluator& ev = *ev_ptr;
+  Evaluator ev(cfg, fs::path(out) / "trust.sqlite");
   if (!repeat_shapes.empty()) {  // evaluation-to-evaluation drift inside one worker
     if (idle_before > 0) {
       ev.backend();

@@ -17,6 +17,7 @@
 
 #include "common/cuda_check.h"
 #include "reward/worker/backend.h"
+#include "reward/worker/timing.h"
 
 namespace kernelrl::worker {
 
@@ -296,9 +297,8 @@ class GpuBackend final : public Backend {
     }
     std::string out;
     for (const auto& [name, count] : by_type) out += (out.empty() ? "" : ", ") + name + " " + std::to_string(count);
-    const char* diag = std::getenv("KERNELRL_TIMING_DIAG");
     const char* dir = std::getenv("KERNELRL_DIAG_DIR");
-    if (diag && dir && std::string(",") .append(diag).append(",").find(",dot,") != std::string::npos) {
+    if (dir && timing_diag("dot")) {
       std::string path = std::string(dir) + "/graph-" + std::to_string(getpid()) + "-" + std::to_string(dot_count_++) + ".dot";
       cudaGraphDebugDotPrint(graph, path.c_str(), cudaGraphDebugDotFlagsVerbose);
     }

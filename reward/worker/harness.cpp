@@ -289,48 +289,36 @@ struct Harness::Impl {
       auto v1 = kind->draw(first, nullptr);
       std::vector<Guarded> in1, out1 = new_outputs(*kind);
       for (auto& x : v1) in1.push_back(guarded_copy(x));
-      if (s == 0) probe("s0 drawn");
       auto r1 = checked_call(fn, in1, out1, kind->dims(v1), o.timeout_s);
       ++trials;
-      if (s == 0) probe("s0 checked call 1");
       check_written(r1, tag + "first");
       auto ref1 = kind->reference(v1);
-      if (s == 0) probe("s0 reference 1");
       max_dev = std::max(max_dev, kind->check(r1, ref1, v1, first, tag + "first"));
-      if (s == 0) probe("s0 check 1");
       // (2) same buffers, new normal values: a result cached by pointer is stale here.
       auto v2 = kind->draw(Draw::normal, nullptr);
       for (size_t i = 0; i < v2.size(); ++i) in1[i].view.copy_(v2[i]);
       auto r2 = checked_call(fn, in1, out1, kind->dims(v2), o.timeout_s);
       ++trials;
-      if (s == 0) probe("s0 checked call 2");
       if (any_stale(r2, r1))
         fail("cached_by_pointer",
              "same buffers with new values returned the previous call's result (or nothing): "
              "results are cached by pointer");
       check_written(r2, tag + "normal");
       auto ref2 = kind->reference(v2);
-      if (s == 0) probe("s0 reference 2");
       max_dev = std::max(max_dev, kind->check(r2, ref2, v2, Draw::normal, tag + "normal"));
-      if (s == 0) probe("s0 check 2");
       // (3) new buffers, the same values with 5% redrawn (leading row/column kept): a result
       //     cached by a fingerprint of the values is stale here.
       auto v3 = kind->draw(Draw::perturbed, &v2);
-      if (s == 0) probe("s0 perturbed drawn");
       std::vector<Guarded> in3, out3 = new_outputs(*kind);
       for (auto& x : v3) in3.push_back(guarded_copy(x));
-      if (s == 0) probe("s0 perturbed copies");
       auto r3 = checked_call(fn, in3, out3, kind->dims(v3), o.timeout_s);
       ++trials;
-      if (s == 0) probe("s0 checked call 3");
       if (any_stale(r3, r2))
         fail("cached_by_value",
              "inputs that differ from the previous call's in 5% of their elements returned the "
              "previous result (or nothing): results are cached by input value");
       check_written(r3, tag + "perturbed");
-      if (s == 0) probe("s0 written 3");
       auto ref3 = kind->reference(v3);
-      if (s == 0) probe("s0 reference 3");
       max_dev = std::max(max_dev, kind->check(r3, ref3, v3, Draw::perturbed, tag + "perturbed"));
       tick("seed " + std::to_string(s) + " passed");
     }
@@ -417,7 +405,7 @@ struct Harness::Impl {
       timed = time_contenders(be, cs, plan, hooks, rng, tick);
       // Diagnostic (docs/benchmarks.md, measurement trust): KERNELRL_TIMING_DIAG=twice times
       // everything a second time in the same evaluation and reports the second pass.
-      if (const char* d = std::getenv("KERNELRL_TIMING_DIAG"); d && std::string(d).find("twice") != std::string::npos)
+      if (timing_diag("twice"))
         timed = time_contenders(be, cs, plan, hooks, rng, tick);
     } catch (const CaptureFailure& e) {
       fail("not_capturable",

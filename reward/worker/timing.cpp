@@ -16,17 +16,6 @@ std::vector<size_t> unique_sets(const std::vector<size_t>& sets) {
   return {u.begin(), u.end()};
 }
 
-// Diagnostic switches (docs/benchmarks.md, measurement trust), from KERNELRL_TIMING_DIAG, a
-// comma-separated list: prereplay (an untimed replay of the same graph before each timed one),
-// nohold (no stream hold before a timed replay), noeager (no eager companion calls).
-bool diag(const char* flag) {
-  static const std::string v = [] {
-    const char* e = std::getenv("KERNELRL_TIMING_DIAG");
-    return std::string(",") + (e ? e : "") + ",";
-  }();
-  return v.find(std::string(",") + flag + ",") != std::string::npos;
-}
-
 nlohmann::json& probe_log() {
   static nlohmann::json log = nlohmann::json::array();
   return log;
@@ -34,8 +23,16 @@ nlohmann::json& probe_log() {
 
 }  // namespace
 
+bool timing_diag(const char* flag) {
+  static const std::string v = [] {
+    const char* e = std::getenv("KERNELRL_TIMING_DIAG");
+    return std::string(",") + (e ? e : "") + ",";
+  }();
+  return v.find(std::string(",") + flag + ",") != std::string::npos;
+}
+
 void diag_probe(Backend& be, const std::string& where) {
-  if (diag("probe")) probe_log().push_back({where, be.probe_us()});
+  if (timing_diag("probe")) probe_log().push_back({where, be.probe_us()});
 }
 
 nlohmann::json take_probes() {
@@ -99,7 +96,7 @@ TimingOutcome time_contenders(Backend& be, std::vector<Contender> cs, const Timi
   // per call.
   auto timed_unit = [&](size_t c, bool verify) -> double {
     if (device) {
-      if (diag("prereplay")) {
+      if (timing_diag("prereplay")) {
         be.replay(graph_of[c]);
         be.wait_stream(plan.timeout_s * plan.graph_calls);
       }
@@ -108,7 +105,7 @@ TimingOutcome time_contenders(Backend& be, std::vector<Contender> cs, const Timi
       if (verify && plan.cold_l2) be.flush_l2();
       // The replay is queued behind a hold that opens once it is issued: the interval between
       // the marks is the graph's device time, not the host's latency in launching it.
-      const bool hold = !diag("nohold");
+      const bool hold = !timing_diag("nohold");
       if (hold) be.hold_stream(plan.timeout_s);
       try {
         be.mark(0);
@@ -167,7 +164,7 @@ TimingOutcome time_contenders(Backend& be, std::vector<Contender> cs, const Timi
     const bool verify_round = device && r % verify_every == 0 && verified < plan.verify_rounds;
     for (size_t c : order) {
       out.times[c].samples_us.push_back(timed_unit(c, verify_round && c == 0 && plan.candidate_first));
-      if (device && !diag("noeager")) out.times[c].call_us.push_back(eager_call(c));
+      if (device && !timing_diag("noeager")) out.times[c].call_us.push_back(eager_call(c));
     }
     if (verify_round) ++verified;
     tick("round " + std::to_string(r + 1) + "/" + std::to_string(rounds));  // also the heartbeat

@@ -68,8 +68,13 @@ struct TimingOutcome {
 
 using Tick = std::function<void(const std::string&)>;
 
-// Diagnostic (docs/benchmarks.md, measurement trust), with KERNELRL_TIMING_DIAG containing
-// "probe": diag_probe times the backend's built-in probe kernel and logs it under `where`;
+// Diagnostic switches (docs/benchmarks.md, measurement trust): KERNELRL_TIMING_DIAG is a
+// comma-separated list; timing_diag(flag) says whether it names `flag`. Flags: prereplay (an
+// untimed replay before each timed one), nohold, noeager, twice (a second timing pass in one
+// evaluation), dot (captured graphs as Graphviz to $KERNELRL_DIAG_DIR), probe (below).
+bool timing_diag(const char* flag);
+
+// With "probe": diag_probe times the backend's built-in probe kernel and logs it under `where`;
 // take_probes() hands the log over (and clears it). Without the switch both do nothing.
 void diag_probe(Backend& be, const std::string& where);
 nlohmann::json take_probes();
