@@ -148,7 +148,7 @@ int main(int argc, char** argv) {
   std::ostringstream csv;
   csv << "M,N,K,status,run1_us,run2_us,repeat_diff_pct,run1_cv,lt_auto_us,lt_auto_cv,lt_auto_call_us";
   for (const auto& b : report_baseline_names()) csv << "," << b << "_us," << b << "_cv";
-  csv << "\n";
+  csv << ",lt_auto_run2_us\n";  // the second evaluation's lt-auto: whether a drift is the machine's
   std::printf("%-7s %10s %10s %8s %11s %8s %11s\n", "shape", "run1_us", "run2_us", "diff%", "lt-auto_us",
               "lt_cv", "lt_call_us");
   for (int64_t s : parse_list(shapes)) {
@@ -167,7 +167,7 @@ int main(int argc, char** argv) {
       csv << "," << (it != a.baselines.end() ? it->second.median_us : 0) << ","
           << (it != a.baselines.end() ? it->second.cv : 0);
     }
-    csv << "\n";
+    csv << "," << (b.baselines.count("lt-auto") ? b.baselines.at("lt-auto").median_us : 0.0) << "\n";
     std::printf("%-7lld %10.2f %10.2f %8.2f %11.2f %8.4f %11.2f  %s %s\n", static_cast<long long>(s),
                 a.cand.median_us, b.cand.median_us, diff, lt.median_us, lt.cv, lt.call_median_us,
                 status_name(a.status), a.passed() ? "" : a.reason.c_str());

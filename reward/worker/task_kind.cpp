@@ -207,8 +207,20 @@ class HgemmKind final : public TaskKind {
     return names;
   }
 
-  // cuBLASLt autotuning: every heuristic algorithm timed through the same engine and mode as
-  // the candidate (short budget), the best median kept.
+  // cuBLASLt autotuning through the same engine and mode as the candidate, by successive
+  // halving: every heuristic algorithm timed for kScreenRounds rounds (device mode: graphs of
+  // enough calls for kScreenReplayUs of work, 2 to graph_calls, sized from the fastest eager
+  // first call), then the ones within kScreenWithin of the fastest (at least kScreenMinKeep, at
+  // most kScreenMaxKeep) for 5-20 rounds of the plan's own graphs, where the best median is
+  // kept. An algorithm more than kScreenWithin slower after the short pass does not win the
+  // long one (the baselines' device-mode cv is 0.001-0.04 at 64^3-16384^3, docs/benchmarks.md),
+  // and the screen costs a fraction of timing every algorithm in full (up to 2 layouts x 32
+  // algorithms x 5 rounds x 20 calls per shape before; the family grid sweep's time per shape
+  // before and after is in docs/benchmarks.md).
+  static constexpr int kScreenRounds = 2;
+  static constexpr double kScreenWithin = 0.05, kScreenReplayUs = 400;
+  static constexpr size_t kScreenMinKeep = 2, kScreenMaxKeep = 4;
+
   nlohmann::json prepare_timing(const std::vector<std::string>& names, std::vector<Operands>& sets,
                                 const TimingPlan& plan, const TimingHooks& hooks,
                                 std::mt19937_64& rng, const Tick& tick) override {
@@ -226,35 +238,66 @@ class HgemmKind final : public TaskKind {
       }
       if (bl_.lt_algo(lay, t_.m, t_.n, t_.k) >= 0) continue;
       std::vector<Contender> algos;
+      double first_call_us = std::numeric_limits<double>::infinity();  // the fastest, eager
+      be_.ensure_marks(2);
       for (int i = 0; i < count; ++i) {
+        be_.mark(0);
         if (!bl_.run_lt(lay, i, hgemm_ops(sets[0]))) continue;  // refused for this shape
+        be_.mark(1);
         be_.wait_stream(o_.timeout_s);
+        first_call_us = std::min(first_call_us, be_.elapsed_us(0, 1));
         algos.push_back({std::to_string(i), [&, lay, i](size_t s) { bl_.run_lt(lay, i, hgemm_ops(sets[s])); }});
       }
       if (algos.empty()) continue;
       TimingPlan p = plan;
+      p.warmup = 1;
+      p.candidate_first = false;  // an algorithm that cannot be captured is dropped
+      p.call_times = false;       // only the plan's samples decide
+      TimingHooks h{hooks.refresh, {}, {}};
+      auto medians = [](const TimingOutcome& out) {
+        std::map<std::string, double> m;
+        for (const auto& ct : out.times) {
+          if (ct.samples_us.empty()) continue;
+          std::vector<double> v = ct.samples_us;
+          std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+          m[ct.name] = v[v.size() / 2];
+        }
+        return m;
+      };
+      const size_t offered = algos.size();
+      int screen_calls = 0;
+      if (algos.size() > kScreenMinKeep) {
+        TimingPlan screen = p;
+        screen.min_rounds = screen.max_rounds = kScreenRounds;
+        if (first_call_us > 0 && std::isfinite(first_call_us))
+          screen.graph_calls = std::clamp(static_cast<int>(std::ceil(kScreenReplayUs / first_call_us)),
+                                          std::min(2, plan.graph_calls), plan.graph_calls);
+        screen_calls = screen.graph_calls;
+        auto first = medians(time_contenders(be_, algos, screen, h, rng, [](const std::string&) {}));
+        std::vector<double> med;
+        for (const auto& a : algos) med.push_back(first.count(a.name) ? first[a.name] : 0.0);
+        std::vector<Contender> kept;
+        for (size_t i : screen_survivors(med, kScreenWithin, kScreenMinKeep, kScreenMaxKeep))
+          kept.push_back(algos[i]);
+        algos = std::move(kept);
+        if (algos.empty()) continue;
+      }
       // Enough rounds that noise between algorithms within a few percent does not decide.
       p.min_rounds = 5;
       p.max_rounds = 20;
-      p.warmup = 1;
       p.budget_ms = std::min(plan.budget_ms, 300.0);
-      p.candidate_first = false;  // an algorithm that cannot be captured is dropped
-      TimingHooks h{hooks.refresh, {}, {}};
-      TimingOutcome out = time_contenders(be_, algos, p, h, rng, [](const std::string&) {});
       double best = std::numeric_limits<double>::infinity();
       int best_i = -1;
-      for (const auto& ct : out.times) {
-        if (ct.samples_us.empty()) continue;
-        std::vector<double> v = ct.samples_us;
-        std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
-        if (v[v.size() / 2] < best) {
-          best = v[v.size() / 2];
-          best_i = std::stoi(ct.name);
+      for (const auto& [name, med] : medians(time_contenders(be_, algos, p, h, rng, [](const std::string&) {})))
+        if (med < best) {
+          best = med;
+          best_i = std::stoi(name);
         }
-      }
       if (best_i >= 0) bl_.set_lt_algo(lay, t_.m, t_.n, t_.k, best_i);
       info[lay]["algo"] = best_i;
-      info[lay]["timed_algos"] = static_cast<int>(out.times.size());
+      info[lay]["timed_algos"] = static_cast<int>(offered);
+      info[lay]["final_algos"] = static_cast<int>(algos.size());
+      if (offered > kScreenMinKeep) info[lay]["screen_graph_calls"] = screen_calls;
       tick("autotuned lt-" + lay + ": algo " + std::to_string(best_i));
     }
     return info;

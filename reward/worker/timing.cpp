@@ -41,6 +41,22 @@ nlohmann::json take_probes() {
   return out;
 }
 
+std::vector<size_t> screen_survivors(const std::vector<double>& medians, double within,
+                                     size_t min_keep, size_t max_keep) {
+  std::vector<size_t> timed;
+  for (size_t i = 0; i < medians.size(); ++i)
+    if (medians[i] > 0) timed.push_back(i);  // NaN compares false: left out
+  std::stable_sort(timed.begin(), timed.end(),
+                   [&](size_t a, size_t b) { return medians[a] < medians[b]; });
+  std::vector<size_t> keep;
+  for (size_t i : timed) {
+    if (keep.size() >= max_keep) break;
+    if (keep.size() >= min_keep && medians[i] > medians[timed[0]] * (1 + within)) break;
+    keep.push_back(i);
+  }
+  return keep;
+}
+
 TimingOutcome time_contenders(Backend& be, std::vector<Contender> cs, const TimingPlan& plan,
                               const TimingHooks& hooks, std::mt19937_64& rng, const Tick& tick) {
   TimingOutcome out;
@@ -164,7 +180,7 @@ TimingOutcome time_contenders(Backend& be, std::vector<Contender> cs, const Timi
     const bool verify_round = device && r % verify_every == 0 && verified < plan.verify_rounds;
     for (size_t c : order) {
       out.times[c].samples_us.push_back(timed_unit(c, verify_round && c == 0 && plan.candidate_first));
-      if (device && !timing_diag("noeager")) out.times[c].call_us.push_back(eager_call(c));
+      if (device && plan.call_times && !timing_diag("noeager")) out.times[c].call_us.push_back(eager_call(c));
     }
     if (verify_round) ++verified;
     tick("round " + std::to_string(r + 1) + "/" + std::to_string(rounds));  // also the heartbeat

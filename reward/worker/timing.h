@@ -43,6 +43,7 @@ struct TimingPlan {
   double budget_ms = 400, gap_us = 200, timeout_s = 20;
   size_t n_sets = 1;            // input sets the contenders can be called on
   bool candidate_first = true;  // contender 0 is the candidate (verified; capture failure throws)
+  bool call_times = true;       // device: also one eager call per contender per round (call_us)
 };
 
 struct TimingHooks {
@@ -78,6 +79,13 @@ bool timing_diag(const char* flag);
 // take_probes() hands the log over (and clears it). Without the switch both do nothing.
 void diag_probe(Backend& be, const std::string& where);
 nlohmann::json take_probes();
+
+// A successive-halving screen (cuBLASLt autotuning): of the contenders whose median is
+// `medians[i]` after a short first pass (<= 0 or NaN: not timed), the indices kept for the full
+// pass: every one within `within` (relative) of the fastest, at least `min_keep` (the fastest
+// ones) and at most `max_keep`, fastest first.
+std::vector<size_t> screen_survivors(const std::vector<double>& medians, double within,
+                                     size_t min_keep, size_t max_keep);
 
 // With plan.candidate_first, contender 0 is the candidate: if it cannot be captured,
 // CaptureFailure propagates (the harness turns it into a verdict), and its sampled replays are
