@@ -331,21 +331,7 @@ struct Harness::Impl {
     auto info = be.info();
     const bool device = o.timing == "device", cold = o.l2 == "cold";
     int64_t n_sets = 2;  // call/server: values alternate between two sets (flushed when cold)
-    // Cold device mode: as many sets as keep each call's operands out of L2 when it starts:
-    // between two calls on one set, the calls in between read at least 2x L2 of other operands,
-    // (n - 1) * set_bytes >= 2 * l2_bytes, at most one set per call of a replay. Small shapes get
-    // graph_calls sets (every call its own); a set of 2x L2 or more, two. Fewer sets is also fewer
-    // to refresh before every replay (a normal draw, and a transposed copy, per set): with 20
-    // sets of ~1 GiB the family grid sweep spent 36 s on 64x16384x16384, whose kernels run for
-    // ~180 us (docs/benchmarks.md has the sweep before and after).
-    if (device) {
-      n_sets = 2;
-      if (cold) {
-        const int64_t l2 = static_cast<int64_t>(info.l2_bytes);
-        n_sets = l2 > 0 ? 1 + (2 * l2 + set_bytes - 1) / set_bytes : o.graph_calls;
-        n_sets = std::clamp<int64_t>(n_sets, 2, std::max<int64_t>(2, o.graph_calls));
-      }
-    }
+    if (device) n_sets = cold ? o.graph_calls : 2;  // cold: every call of a replay its own set
     if (!cold && static_cast<size_t>(2 * set_bytes) > info.l2_bytes) n_sets = 1;  // hot: fit L2
     if (info.free_bytes > 0)
       n_sets = std::clamp<int64_t>(static_cast<int64_t>(info.free_bytes * kSetMemoryShare) / set_bytes, 1, n_sets);

@@ -5,8 +5,7 @@
 //
 // Modes (RewardConfig.timing):
 //   device  each contender's call captured graph_calls times back-to-back into one graph, call i
-//           on input set i mod n_sets (the harness picks n_sets: with cold L2, enough distinct
-//           sets that the calls between two uses of one set read 2x L2), replayed in interleaved rounds in random order; a
+//           on input set i (distinct sets), replayed in interleaved rounds in random order; a
 //           sample is replay time / graph_calls: the kernels' device time, what a caller that
 //           launches from CUDA graphs sees. The replay is queued behind a hold on the stream
 //           that opens once the marks and the replay are issued, so the host's latency in
