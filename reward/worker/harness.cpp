@@ -331,7 +331,11 @@ struct Harness::Impl {
     auto info = be.info();
     const bool device = o.timing == "device", cold = o.l2 == "cold";
     int64_t n_sets = 2;  // call/server: values alternate between two sets (flushed when cold)
-    if (device) n_sets = cold ? o.graph_calls : 2;  // cold: every call of a replay its own set
+    // Cold: every call of a replay its own set, also where fewer would keep L2 cold. Rotating
+    // over as few as keep 2x L2 between two uses of a set was tried (H100, 2026-11-24): it moved
+    // device times up from 3072^3 (4096^3 lt-auto +9.8 % over the standalone timer, cv 0.001 ->
+    // 0.03), likely the device's duty cycle with less refresh work between replays.
+    if (device) n_sets = cold ? o.graph_calls : 2;
     if (!cold && static_cast<size_t>(2 * set_bytes) > info.l2_bytes) n_sets = 1;  // hot: fit L2
     if (info.free_bytes > 0)
       n_sets = std::clamp<int64_t>(static_cast<int64_t>(info.free_bytes * kSetMemoryShare) / set_bytes, 1, n_sets);
