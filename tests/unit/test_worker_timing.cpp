@@ -36,7 +36,8 @@ TEST(WorkerTiming, ScreenKeepsTheFastestAndThoseWithinTheMargin) {
 
 TEST(WorkerTiming, AShortPassThenTheScreenFindsTheFastestContender) {
   // Four contenders of known cost on the host backend, in device mode (the host backend replays
-  // the captured calls): after a 2-round pass, the screen keeps the 150 µs one alone.
+  // the captured calls): after a 3-round pass (a median that one preempted replay on a loaded
+  // host does not move), the screen keeps the 150 µs one alone.
   auto be = make_host_backend();
   std::vector<Contender> cs;
   for (double us : {900.0, 150.0, 600.0, 1200.0})
@@ -44,7 +45,7 @@ TEST(WorkerTiming, AShortPassThenTheScreenFindsTheFastestContender) {
   TimingPlan p;
   p.mode = "device";
   p.graph_calls = 20;
-  p.min_rounds = p.max_rounds = 2;
+  p.min_rounds = p.max_rounds = 3;
   p.warmup = 1;
   p.candidate_first = false;
   p.call_times = false;
@@ -53,7 +54,7 @@ TEST(WorkerTiming, AShortPassThenTheScreenFindsTheFastestContender) {
   ASSERT_EQ(out.times.size(), 4u);
   std::vector<double> med;
   for (const auto& t : out.times) {
-    ASSERT_EQ(t.samples_us.size(), 2u) << t.name;
+    ASSERT_EQ(t.samples_us.size(), 3u) << t.name;
     EXPECT_TRUE(t.call_us.empty()) << t.name << ": eager calls timed with call_times off";
     std::vector<double> v = t.samples_us;
     std::sort(v.begin(), v.end());
@@ -66,7 +67,7 @@ TEST(WorkerTiming, AShortPassThenTheScreenFindsTheFastestContender) {
   // With call_times on (the default), each round also times one eager call per contender.
   p.call_times = true;
   out = time_contenders(*be, cs, p, {}, rng, [](const std::string&) {});
-  for (const auto& t : out.times) EXPECT_EQ(t.call_us.size(), 2u) << t.name;
+  for (const auto& t : out.times) EXPECT_EQ(t.call_us.size(), 3u) << t.name;
 }
 
 }  // namespace
