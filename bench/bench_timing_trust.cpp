@@ -40,6 +40,16 @@ std::vector<int64_t> parse_list(const std::string& s) {
 }
 
 // An mma.sync variant (128x256 tiles, double-buffered fragments) for layout nn, fp32 accumulation.
+// UTC wall clock (HH:MM:SS.mmm), to line phases up with an nvidia-smi clock log.
+std::string stamp() {
+  auto now = std::chrono::system_clock::now();
+  std::time_t t = std::chrono::system_clock::to_time_t(now);
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%H:%M:%S", std::gmtime(&t));
+  return std::string(buf) + "." + std::to_string(1000 + ms).substr(1);
+}
+
 std::string mma_kernel() {
   std::string fallback;
   for (const auto& v : hgemm_family_variants("hgemm_mma")) {
@@ -107,14 +117,6 @@ int main(int argc, char** argv) {
     rep << "\n";
     for (int64_t s : parse_list(repeat_shapes))
       for (int i = 1; i <= repeats; ++i) {
-        auto stamp = [] {  // wall clock, to line evaluations up with an nvidia-smi clock log
-          auto now = std::chrono::system_clock::now();
-          std::time_t t = std::chrono::system_clock::to_time_t(now);
-          auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
-          char buf[32];
-          std::strftime(buf, sizeof buf, "%H:%M:%S", std::gmtime(&t));
-          return std::string(buf) + "." + std::to_string(1000 + ms).substr(1);
-        };
         const std::string t0 = stamp();
         EvalResult r;
         if (fresh_worker) {
@@ -153,6 +155,7 @@ int main(int argc, char** argv) {
               "lt_cv", "lt_call_us");
   for (int64_t s : parse_list(shapes)) {
     TaskSpec task = hgemm_task(s, s, s, "nn");
+    std::printf("[%s] %lld^3\n", stamp().c_str(), static_cast<long long>(s));
     EvalResult a = ev.evaluate_one(task, kernel);
     EvalResult b = ev.evaluate_one(task, kernel);
     double diff = a.passed() && b.passed()

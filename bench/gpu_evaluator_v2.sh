@@ -5,7 +5,8 @@
 #   tests   ctest -R 'RewardGpu|SandboxGpu' (device timing, adversarial fixtures, CuTe candidate)
 #   trust   standalone cuBLASLt graph timer (bench_lt_graph.cu, no shared code) vs the evaluator's
 #           device-mode lt-auto at 12 shapes; the same kernel timed twice; baselines' cv; the
-#           baselines beside a compile batch with and without quiet windows -> OUT/trust.md
+#           baselines beside a compile batch with and without quiet windows -> OUT/trust.md,
+#           with an nvidia-smi clock/power log beside it -> OUT/smi.log
 #   usage: bash bench/gpu_evaluator_v2.sh BUILD OUT build,tests,trust [shapes]
 set -uo pipefail
 build=$1
@@ -31,6 +32,11 @@ if [[ ,$phases, == *,tests,* ]]; then
 fi
 if [[ ,$phases, == *,trust,* ]]; then
   nvcc -O2 -std=c++17 -arch=sm_90 bench/bench_lt_graph.cu -lcublasLt -o /tmp/bench_lt_graph || exit 1
+  # SM clock, power and temperature every 500 ms (UTC stamps; bench_timing_trust stamps each
+  # shape): from ~8192^3 up the device runs at its power cap and the clock moves.
+  nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,temperature.gpu --format=csv,noheader \
+    -lms 500 > "$out/smi.log" 2>&1 &
+  smi=$!
   # The standalone timer before and after the evaluator: their spread is the machine's drift.
   /tmp/bench_lt_graph --shapes "$shapes" --layout nn --rounds 15 > "$out/lt_graph.csv"
   "$build/bench/bench_timing_trust" --shapes "$shapes" --out "$out/trust" --busy-shapes 256,1024 \
@@ -40,6 +46,7 @@ if [[ ,$phases, == *,trust,* ]]; then
   # contender's device time per evaluation.
   "$build/bench/bench_timing_trust" --repeat-shapes 64,256,1024 --repeats 4 --out "$out/repeat" \
     2>&1 | grep "^repeat" | tee "$out/repeat.log"
+  kill "$smi" 2>/dev/null
   python3 - "$out" <<'PY'
 import csv, sys, os
 out = sys.argv[1]
