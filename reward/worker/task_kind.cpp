@@ -212,9 +212,12 @@ class HgemmKind final : public TaskKind {
   // enough calls for kScreenReplayUs of work, 2 to graph_calls, sized from the fastest eager
   // first call), then the ones within kScreenWithin of the fastest (at least kScreenMinKeep, at
   // most kScreenMaxKeep) for 5-20 rounds of the plan's own graphs, where the best median is
-  // kept. An algorithm more than kScreenWithin slower after the short pass does not win the
-  // long one (the baselines' device-mode cv is 0.001-0.04 at 64^3-16384^3, docs/benchmarks.md),
-  // and the screen costs a fraction of timing every algorithm in full (up to 2 layouts x 32
+  // kept. The premise: an algorithm more than kScreenWithin slower after the short pass would not
+  // win the long one (the baselines' device-mode cv is 0.001-0.04 at 64^3-16384^3; the screened
+  // lt-auto agrees with a standalone timer that times every algorithm within 0.26 % at
+  // 64^3-4096^3 on an H100, docs/benchmarks.md). The short pass's median of 2 samples is the
+  // larger one, so an outlier can only push an algorithm out, never let a slow one in; the
+  // kScreenMinKeep fastest always stay. The screen costs a fraction of timing every algorithm in full (up to 2 layouts x 32
   // algorithms x 5 rounds x 20 calls per shape before; the family grid sweep's time per shape
   // before and after is in docs/benchmarks.md).
   static constexpr int kScreenRounds = 2;
