@@ -69,7 +69,7 @@ int main(int argc, char** argv) {
   std::string busy_shapes = "256,1024";
   std::string cache_dir, sandbox = "auto", repeat_shapes;
   std::string l2 = "cold";
-  int busy_sources = 48, repeats = 4, graph_calls = 20;
+  int busy_sources = 48, repeats = 4, graph_calls = 20, min_rounds = 5;
   bool fresh_worker = false, stream_gate = false;
   double idle_before = 0;
   app.add_option("--shapes", shapes, "comma-separated cube sizes");
@@ -88,6 +88,8 @@ int main(int argc, char** argv) {
                  "with --repeat-shapes: start the worker, then wait this many seconds before the first evaluation");
   app.add_option("--graph-calls", graph_calls, "reward.graph_calls (calls captured per graph)");
   app.add_option("--l2", l2, "reward.l2: cold | hot");
+  app.add_option("--min-rounds", min_rounds,
+                 "reward.min_rounds (the largest shapes get the minimum: 5 at 16384^3)");
   app.add_flag("--stream-gate", stream_gate, "reward.stream_gate (the legacy-stream gate)");
   CLI11_PARSE(app, argc, argv);
   fs::create_directories(out);
@@ -97,7 +99,8 @@ int main(int argc, char** argv) {
   cfg.backend = "gpu";
   cfg.baselines = {"all"};
   cfg.seeds = 1;
-  cfg.max_rounds = 30;
+  cfg.min_rounds = min_rounds;
+  cfg.max_rounds = std::max(30, min_rounds);
   cfg.timing_budget_ms = 2000;
   cfg.refresh_baselines = true;
   cfg.sandbox = sandbox;
