@@ -39,7 +39,6 @@ std::vector<int64_t> parse_list(const std::string& s) {
   return out;
 }
 
-// An mma.sync variant (128x256 tiles, double-buffered fragments) for layout nn, fp32 accumulation.
 // UTC wall clock (HH:MM:SS.mmm), to line phases up with an nvidia-smi clock log.
 std::string stamp() {
   auto now = std::chrono::system_clock::now();
@@ -50,6 +49,7 @@ std::string stamp() {
   return std::string(buf) + "." + std::to_string(1000 + ms).substr(1);
 }
 
+// An mma.sync variant (128x256 tiles, double-buffered fragments) for layout nn, fp32 accumulation.
 std::string mma_kernel() {
   std::string fallback;
   for (const auto& v : hgemm_family_variants("hgemm_mma")) {

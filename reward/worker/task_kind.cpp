@@ -7,6 +7,7 @@
 #include <map>
 
 #include "data/task_suite.h"
+#include "reward/eval_result.h"
 #include "reward/worker/baselines.h"
 
 namespace kernelrl::worker {
@@ -211,15 +212,15 @@ class HgemmKind final : public TaskKind {
   // halving: every heuristic algorithm timed for kScreenRounds rounds (device mode: graphs of
   // enough calls for kScreenReplayUs of work, 2 to graph_calls, sized from the fastest eager
   // first call), then the ones within kScreenWithin of the fastest (at least kScreenMinKeep, at
-  // most kScreenMaxKeep) for 5-20 rounds of the plan's own graphs, where the best median is
-  // kept. The premise: an algorithm more than kScreenWithin slower after the short pass would not
-  // win the long one (the baselines' device-mode cv is 0.001-0.04 at 64^3-16384^3; the screened
-  // lt-auto agrees with a standalone timer that times every algorithm within 0.26 % at
-  // 64^3-4096^3 on an H100, docs/benchmarks.md). The short pass's median of 2 samples is the
-  // larger one, so an outlier can only push an algorithm out, never let a slow one in; the
-  // kScreenMinKeep fastest always stay. The screen costs a fraction of timing every algorithm in full (up to 2 layouts x 32
-  // algorithms x 5 rounds x 20 calls per shape before; the family grid sweep's time per shape
-  // before and after is in docs/benchmarks.md).
+  // most kScreenMaxKeep) for 5-20 rounds of the plan's own graphs, where the best median
+  // (timing_stats, as every reported time) is kept. The premise: an algorithm more than
+  // kScreenWithin slower after the short pass would not win the long one (the baselines'
+  // device-mode cv is 0.001-0.04 at 64^3-16384^3; the screened lt-auto agreed with a standalone
+  // timer that times every algorithm within 0.26 % at 64^3-4096^3 on an H100,
+  // docs/benchmarks.md); the kScreenMinKeep fastest always stay. The screen costs a fraction of
+  // timing every algorithm in full (up to 2 layouts x 32 algorithms x 5 rounds x 20 calls per
+  // shape before; the family grid sweep's time per shape before and after is in
+  // docs/benchmarks.md).
   static constexpr int kScreenRounds = 2;
   static constexpr double kScreenWithin = 0.05, kScreenReplayUs = 400;
   static constexpr size_t kScreenMinKeep = 2, kScreenMaxKeep = 4;
@@ -259,12 +260,8 @@ class HgemmKind final : public TaskKind {
       TimingHooks h{hooks.refresh, {}, {}};
       auto medians = [](const TimingOutcome& out) {
         std::map<std::string, double> m;
-        for (const auto& ct : out.times) {
-          if (ct.samples_us.empty()) continue;
-          std::vector<double> v = ct.samples_us;
-          std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
-          m[ct.name] = v[v.size() / 2];
-        }
+        for (const auto& ct : out.times)
+          if (!ct.samples_us.empty()) m[ct.name] = timing_stats(ct.samples_us).median_us;
         return m;
       };
       const size_t offered = algos.size();
