@@ -55,7 +55,8 @@ std::string instruction(const WgmmaKnobs& k, const std::string& contract_text, b
   if (k.split > 1)
     s << "; split-K into up to " << k.split
       << " k ranges writing fp32 partial tiles to the workspace and a second kernel summing "
-         "them into C (one range when they do not fit)";
+         "them into C (no more ranges than k-blocks or than the workspace holds partials for, "
+         "none empty; one range when two do not fit)";
   s << (k.epi ? "; epilogue: fp16 64x64 boxes through 128B-swizzled shared memory "
                 "(conflict-free) and TMA stores, two buffers per consumer"
               : "; epilogue: fp16 pairs stored straight from the accumulator registers");
@@ -69,7 +70,10 @@ std::vector<KernelVariant> hgemm_wgmma_variants() {
   // {BM, BN, BK, STAGES, CONSUMERS}; shared memory STAGES * (BM + BN) * BK * 2 bytes + 16 KiB of
   // TMA-store buffers per consumer stays under 227 KiB. Measured on an H100 (docs/benchmarks.md):
   // 128x256 with 4 stages and bands of 16 tile rows led at 4096^3 and 8192^3; the small tiles
-  // and split-K are for shapes with fewer tiles than SMs.
+  // and split-K are for shapes with fewer tiles than SMs. Split-K 2 and 4 for every mid and
+  // small tile; 8, 16 and 32 for the few-tile, long-K shapes (M, N 64-256, K 12288-16384, where
+  // split 4 left 4-16 CTAs of 132 working) on the 128x128 tiles without clusters and the 64x128
+  // and 128x64 tiles, one raster each.
   const int big[][5] = {{128, 256, 64, 4, 2}, {128, 256, 64, 3, 2}, {256, 128, 64, 4, 2},
                         {256, 128, 64, 3, 2}};
   const int mid[][5] = {{128, 128, 64, 6, 2}, {128, 128, 64, 4, 2}};
@@ -83,20 +87,28 @@ std::vector<KernelVariant> hgemm_wgmma_variants() {
         grid.push_back({t[0], t[1], t[2], t[3], t[4], cluster, raster, swz, 1, 1});
     grid.push_back({t[0], t[1], t[2], t[3], t[4], 1, 1, 16, 1, 0});  // direct stores
   }
-  for (auto& t : mid)
+  const int deep_splits[] = {8, 16, 32};
+  for (auto& t : mid) {
     for (int cluster : {1, 2})
       for (int split : {1, 2, 4})
         for (auto [raster, swz] : {rasters[0], rasters[2]})
           grid.push_back({t[0], t[1], t[2], t[3], t[4], cluster, raster, swz, split,
                           split == 1 ? 1 : 0});  // split-K: fp32 partials, direct stores
+    for (int split : deep_splits)
+      grid.push_back({t[0], t[1], t[2], t[3], t[4], 1, 1, 16, split, 0});
+  }
   grid.push_back({128, 192, 64, 4, 2, 1, 1, 16, 1, 1});
   grid.push_back({128, 128, 128, 3, 2, 1, 0, 8, 1, 1});
-  for (auto& t : small)
+  for (auto& t : small) {
     for (int split : {1, 2, 4})
       for (int epi : {1, 0}) {
         if (split > 1 && epi) continue;  // split-K writes fp32 partials, no TMA store
         grid.push_back({t[0], t[1], t[2], t[3], t[4], 1, 0, 8, split, epi});
       }
+    if (t[0] * t[1] == 64 * 128)  // 64x128 and 128x64
+      for (int split : deep_splits)
+        grid.push_back({t[0], t[1], t[2], t[3], t[4], 1, 0, 8, split, 0});
+  }
   std::vector<KernelVariant> out;
   for (const std::string layout : {"nn", "tn"})
     for (const auto& k : grid) {

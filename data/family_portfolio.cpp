@@ -26,7 +26,8 @@ using Knobs = std::vector<std::pair<const char*, int64_t>>;
 
 const std::vector<Knobs>& curated(const std::string& family) {
   // hgemm_wgmma: the leaders of docs/benchmarks.md at 4096^3 / 8192^3 first, then the mid and
-  // small tiles with and without split-K.
+  // small tiles with and without split-K, then the deep splits (8-32) for one to a few output
+  // tiles over a long K.
   static const std::vector<Knobs> wgmma = [] {
     const int64_t rows[][10] = {
         // BM, BN, BK, STAGES, CONSUMERS, CLUSTER, RASTER, SWIZZLE, SPLITK, EPI
@@ -35,7 +36,11 @@ const std::vector<Knobs>& curated(const std::string& family) {
         {128, 128, 64, 6, 2, 1, 1, 16, 1, 1}, {128, 128, 64, 6, 2, 1, 1, 16, 2, 0},
         {128, 128, 64, 6, 2, 1, 1, 16, 4, 0}, {64, 256, 64, 4, 1, 1, 0, 8, 1, 1},
         {128, 64, 64, 8, 2, 1, 0, 8, 1, 1},   {128, 64, 64, 8, 2, 1, 0, 8, 2, 0},
-        {64, 128, 64, 8, 1, 1, 0, 8, 1, 1},   {64, 128, 64, 8, 1, 1, 0, 8, 4, 0}};
+        {64, 128, 64, 8, 1, 1, 0, 8, 1, 1},   {64, 128, 64, 8, 1, 1, 0, 8, 4, 0},
+        {128, 128, 64, 6, 2, 1, 1, 16, 8, 0}, {128, 128, 64, 6, 2, 1, 1, 16, 16, 0},
+        {128, 64, 64, 8, 2, 1, 0, 8, 8, 0},   {128, 64, 64, 8, 2, 1, 0, 8, 16, 0},
+        {128, 64, 64, 8, 2, 1, 0, 8, 32, 0},  {64, 128, 64, 8, 1, 1, 0, 8, 8, 0},
+        {64, 128, 64, 8, 1, 1, 0, 8, 16, 0},  {64, 128, 64, 8, 1, 1, 0, 8, 32, 0}};
     const char* names[] = {"BM",      "BN",     "BK",      "STAGES", "CONSUMERS",
                            "CLUSTER", "RASTER", "SWIZZLE", "SPLITK", "EPI"};
     std::vector<Knobs> out;
@@ -77,10 +82,36 @@ bool matches(const KernelVariant& v, const Knobs& k) {
   return true;
 }
 
+// The number of k ranges `v` splits `t` into. hgemm_wgmma's run<> (kernels/hgemm_wgmma.cuh):
+// at most one per k-block, at most as many fp32 M x N partials as the evaluator's 32 MiB
+// workspace holds (one range when two do not fit), then no empty range (ceil(kb / ceil(kb / s))).
+// Other families: at most one per k-block.
+int64_t run_split(const KernelVariant& v, const TaskSpec& t) {
+  constexpr int64_t kWorkspaceBytes = 32 << 20;  // reward/worker/harness.cpp
+  const int64_t k_blocks = cdiv(t.k, param(v, "BK", 64));
+  int64_t s = std::min(std::max<int64_t>(1, param(v, "SPLITK", 1)), k_blocks);
+  if (v.family != "hgemm_wgmma") return s;
+  s = std::min(s, kWorkspaceBytes / std::max<int64_t>(1, t.m * t.n * 4));
+  return s < 2 ? 1 : cdiv(k_blocks, cdiv(k_blocks, s));
+}
+
+// Whether `v` is a candidate on `t` at all: a deep split (more than 4) only where no shallower
+// power of two already gives each of `sms` SMs a unit (ceil(M/BM)·ceil(N/BN)·s/2 < sms). Past
+// that a split only trims the wave tail, and the model overrates it where the tiles are many:
+// it leaves out the operand traffic that bounds those shapes (64x8192x8192 on an H100: the
+// family's measured best ran without split-K, at the operands' bandwidth floor; a 64x128 split
+// 8 ranked second, ahead of it). Splits 2 and 4 keep their tail trimming (256x12288x16384:
+// 192 tiles of 128x128, split 2 measured best of the family).
+bool split_fits(const KernelVariant& v, const TaskSpec& t, int sms) {
+  const int64_t split = run_split(v, t);
+  const int64_t tiles = cdiv(t.m, param(v, "BM", 128)) * cdiv(t.n, param(v, "BN", 128));
+  return split <= 4 || tiles * (split / 2) < sms;
+}
+
 // The class a variant stands for in the first (diverse) pass: tile, the split it runs with on
 // this task, and schedule.
 std::string class_of(const KernelVariant& v, const TaskSpec& t) {
-  const int64_t split = std::min(param(v, "SPLITK", 1), cdiv(t.k, param(v, "BK", 64)));
+  const int64_t split = run_split(v, t);
   return std::to_string(param(v, "BM", 0)) + "x" + std::to_string(param(v, "BN", 0)) + "/" +
          std::to_string(split) + "/" + std::to_string(param(v, "SCHED", 0));
 }
@@ -101,8 +132,7 @@ double portfolio_model_us(const KernelVariant& v, const TaskSpec& t, int sms) {
   constexpr double kRate = 5.5e12, kBandwidth = 3e12, kFixedUs = 3, kLaunchUs = 2;
   const int64_t bm = param(v, "BM", 128), bn = param(v, "BN", 128);
   const int64_t k_blocks = cdiv(t.k, param(v, "BK", 64));
-  // Split-K runs at most one k-block per split (as the wgmma body clamps it).
-  const int64_t split = std::min(std::max<int64_t>(1, param(v, "SPLITK", 1)), k_blocks);
+  const int64_t split = run_split(v, t);
   const int64_t sched = v.family == "hgemm_cutlass" ? param(v, "SCHED", 0) : 0;
   auto e = [](double a, double b) {
     return std::min(1.0, std::pow(a * b / (128.0 * 256.0), 0.15));
@@ -144,7 +174,7 @@ std::vector<KernelVariant> shape_portfolio(const TaskSpec& task,
       for (const auto& k : list)
         for (const auto& v : all)
           if (v.layout == task.layout && v.acc == task.acc && matches(v, k)) {
-            pool.push_back(v);
+            if (split_fits(v, task, o.sms)) pool.push_back(v);
             break;
           }
     }

@@ -4,16 +4,19 @@
 //
 // Candidates per family: hgemm_wgmma and hgemm_cutlass offer a curated list (one raster and
 // cluster setting per tile/split/schedule class, ordered from the large-shape leaders down);
-// other HGEMM families offer every variant of the task's layout and accumulation. Ranking, per
-// variant with tile BM x BN x BK, split s (SPLITK; 1 without), on an M x N x K task, `sms` SMs:
+// other HGEMM families offer every variant of the task's layout and accumulation. A split
+// deeper than 4 is a candidate only where half of it leaves SMs without a unit
+// (tiles·s/2 < sms): the few-tile, long-K shapes it is for. Ranking, per
+// variant with tile BM x BN x BK, split s (the k ranges it runs with: SPLITK, 1 without, at most
+// one per k-block; for hgemm_wgmma also at most as many M x N fp32 partials as the 32 MiB
+// workspace holds, 1 when two do not fit, and no empty range), on an M x N x K task, `sms` SMs:
 //   tiles = ceil(M/BM)·ceil(N/BN),  e(bm, bn) = min(1, (bm·bn / (128·256))^0.15)
 //   data-parallel:  t = ceil(tiles·s / sms) · 2·BM·BN·ceil(K/s) / (R · e(BM, BN))
 //   ping-pong:      t = ceil(tiles / sms) · 2·BM·BN·K / (R · e(2·BM, BN))
 //                   (two consumer warpgroups on alternate tiles keep a 2·BM x BN tile busy)
 //   stream-K:       t = 1.05 · tiles · 2·BM·BN·K / (min(sms, tiles·kb) · R · e(BM, BN))
 //                   (no wave tail; kb = ceil(K/BK) k-blocks per tile, the unit of work)
-//   split-K (s at most kb) adds the reduction pass 2·s·M·N·4 bytes / W and a second launch,
-//   2 µs;
+//   split-K (s > 1) adds the reduction pass 2·s·M·N·4 bytes / W and a second launch, 2 µs;
 //   every variant adds a fixed 3 µs; R = 5.5 TFLOP/s per SM, W = 3 TB/s.
 // Memory traffic is left out (every variant of a shape moves the same compulsory bytes), so
 // the model orders variants by padded work and wave tails only; ties keep the list order. The

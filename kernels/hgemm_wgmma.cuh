@@ -209,6 +209,10 @@ __device__ __forceinline__ uint32_t pack_half2(float lo, float hi) {
 // Work unit u -> tile (mt of this CTA, nt) and k-block range. Units are split-major so that the
 // CTAs running at once share A rows and B columns in L2: the tile order walks bands SWIZZLE
 // wide. A cluster takes CLUSTER vertically adjacent tiles (one m-group) that share their B tile.
+// Every unit has at least one k-block (run<> leaves no empty split): the consumers' last
+// release of a unit is of a stage they read. A unit may have fewer k-blocks than STAGES: the
+// producer's and the consumers' stage index and phase bit run on across units, so the ring
+// neither restarts nor drains at a unit's end.
 struct Schedule {
   int m_groups, n_tiles, tiles, units, k_blocks, kps;
   __device__ __forceinline__ void locate(int u, int cluster, int rank, int bm, int raster,
@@ -436,12 +440,15 @@ __global__ void __launch_bounds__(Cfg::THREADS, 1)
   }
 }
 
-// Split-K: C = sum over the splits of the fp32 partial products, 4 elements per thread.
+// Split-K: C = sum over the splits of the fp32 partial products, 4 elements per thread. The
+// split loop is unrolled so that up to 8 of a thread's loads are in flight at once: a small C
+// split 16 or 32 ways has few threads, each waiting on L2 once per batch, not once per split.
 __global__ void splitk_reduce(const float* __restrict__ partial, __half* __restrict__ C,
                               size_t mn, int splits) {
   for (size_t i = 4 * (blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x); i < mn;
        i += 4 * static_cast<size_t>(gridDim.x) * blockDim.x) {
     float4 s = *reinterpret_cast<const float4*>(partial + i);
+#pragma unroll 8
     for (int k = 1; k < splits; ++k) {
       const float4 p = *reinterpret_cast<const float4*>(partial + k * mn + i);
       s.x += p.x, s.y += p.y, s.z += p.z, s.w += p.w;
@@ -523,13 +530,17 @@ int run(const kernelrl_args* args, void* stream) {
       encode_map(&tc, args->outputs[0], M, N, 64);
   if (!ok) return 3;
 
+  // Splits: at most one per k-block, at most as many fp32 M x N partials as the workspace holds
+  // (one split, no workspace, when not even two fit), and no empty split: every split has kps
+  // k-blocks but the last, which has 1..kps.
   const int k_blocks = static_cast<int>((K + Cfg::BK - 1) / Cfg::BK);
   int splits = Cfg::SPLIT_K < k_blocks ? Cfg::SPLIT_K : k_blocks;
-  if (splits > 1 && (args->workspace == nullptr ||
-                     args->workspace_bytes < static_cast<size_t>(splits) * M * N * 4))
-    splits = 1;
+  const size_t partial_bytes = static_cast<size_t>(M) * N * 4;
+  const size_t fit = args->workspace == nullptr ? 0 : args->workspace_bytes / partial_bytes;
+  if (static_cast<size_t>(splits) > fit) splits = static_cast<int>(fit);
+  if (splits < 2) splits = 1;
   const int kps = (k_blocks + splits - 1) / splits;
-  splits = (k_blocks + kps - 1) / kps;  // no empty split
+  splits = (k_blocks + kps - 1) / kps;
   const int64_t m_groups = ((M + Cfg::BM - 1) / Cfg::BM + Cfg::CLUSTER - 1) / Cfg::CLUSTER;
   const int64_t units = m_groups * ((N + Cfg::BN - 1) / Cfg::BN) * splits;
   const int clusters = static_cast<int>(units < max_clusters ? units : max_clusters);
@@ -551,9 +562,12 @@ int run(const kernelrl_args* args, void* stream) {
                          static_cast<int>(M), static_cast<int>(N), static_cast<int>(K), splits,
                          kps) != cudaSuccess)
     return 5;
-  if (splits > 1)
-    splitk_reduce<<<1024, 256, 0, static_cast<cudaStream_t>(stream)>>>(
+  if (splits > 1) {  // one thread per 4 elements, up to 1024 blocks of 256 (a grid-stride loop)
+    const int64_t blocks = (M * N / 4 + 255) / 256;
+    splitk_reduce<<<blocks < 1024 ? static_cast<int>(blocks) : 1024, 256, 0,
+                    static_cast<cudaStream_t>(stream)>>>(
         partial, static_cast<__half*>(args->outputs[0]), static_cast<size_t>(M) * N, splits);
+  }
   return cudaGetLastError() == cudaSuccess ? 0 : 6;
 }
 

@@ -127,8 +127,13 @@ TEST(FamiliesGpu, VariantsOfEveryCudaFamilyPassTheEvaluator) {
 
 // hgemm_wgmma (sm_90a only; skipped elsewhere): a sample covering both layouts, 2-CTA clusters,
 // split-K, both epilogues and BK 128, on partial tiles in M, N and K (192x320x448: 448 is not a
-// multiple of 128) and on a deep K. Negative control: the body with its last k-block dropped
-// (producer and consumers alike, so it finishes) must be a wrong answer.
+// multiple of 128) and on a deep K. The deep splits run with fewer k-blocks per split than
+// pipeline stages: 32 splits of 2 k-blocks (64x64x4096, one half-empty 128x64 tile), 7 of 1
+// (K 448), 16 of 2 with each CTA walking ~8 units so that the stage ring wraps across units
+// (512x1024x2048: 16 partials of 2 MiB fit the 32 MiB workspace, 32 do not), and 8 of 8
+// (1024x1024x4096: a split 32 cut to the 8 partials of 4 MiB that fit). Negative control: the body
+// with its last k-block dropped (producer and consumers alike, so it finishes) must be a wrong
+// answer.
 TEST(FamiliesGpu, WgmmaSamplePassesTheEvaluatorAndABrokenOneFails) {
   REQUIRE_CUDA();
   testing::ScratchDir dir;
@@ -153,6 +158,13 @@ TEST(FamiliesGpu, WgmmaSamplePassesTheEvaluatorAndABrokenOneFails) {
       {partial, pick("hgemm_wgmma", "nn", "f32", knobs(64, 128, 64, 1, 4, 0))},
       {deep, pick("hgemm_wgmma", "nn", "f32", knobs(128, 128, 64, 2, 4, 0))},
       {deep_tn, pick("hgemm_wgmma", "tn", "f32", knobs(128, 192, 64, 1, 1, 1))},
+      {hgemm_task(64, 64, 4096, "nn"),
+       pick("hgemm_wgmma", "nn", "f32", knobs(128, 64, 64, 1, 32, 0))},
+      {partial_tn, pick("hgemm_wgmma", "tn", "f32", knobs(64, 128, 64, 1, 16, 0))},
+      {hgemm_task(512, 1024, 2048, "tn"),
+       pick("hgemm_wgmma", "tn", "f32", knobs(64, 128, 64, 1, 32, 0))},
+      {hgemm_task(1024, 1024, 4096, "nn"),
+       pick("hgemm_wgmma", "nn", "f32", knobs(128, 128, 64, 1, 32, 0))},
   };
   std::vector<std::string> sources;
   for (const auto& c : cases) sources.push_back(c.v.source);

@@ -33,7 +33,7 @@ TEST(FamilyPortfolio, CuratedListsExistInBothLayoutsAndAreDistinct) {
   all.per_family = 0;
   for (const std::string layout : {"nn", "tn"}) {
     auto vs = shape_portfolio(hgemm_task(4096, 4096, 4096, layout), kHopper, "sm_90a", all);
-    EXPECT_EQ(count(vs, "hgemm_wgmma"), 12) << layout;
+    EXPECT_EQ(count(vs, "hgemm_wgmma"), 20) << layout;
     EXPECT_EQ(count(vs, "hgemm_cutlass"), 12) << layout;
     std::set<std::string> names;
     for (const auto& v : vs) {
@@ -78,6 +78,20 @@ TEST(FamilyPortfolio, ModelMatchesAHandComputation) {
               4 * 2.0 * 64 * 128 * 2048 / (5.5e12 * e) * 1e6 +
                   2.0 * 4 * 128 * 8192 * 4 / 3e12 * 1e6 + 2 + 3,
               1e-6);
+  // hgemm_wgmma runs a split as kernels/hgemm_wgmma.cuh's run<> does, and the model ranks it so:
+  // 1024x1024 partials are 4 MiB, so 8 fit in the 32 MiB workspace and split 16 runs as 8;
+  // K 3072 is 48 k-blocks, so split 32 runs as 24 ranges of 2 (no empty range).
+  auto wgmma_us = [](int64_t split, const TaskSpec& t) {
+    KernelVariant w;
+    w.family = "hgemm_wgmma";
+    w.params = {{"BM", 64}, {"BN", 128}, {"BK", 64}, {"SPLITK", split}};
+    return portfolio_model_us(w, t, 132);
+  };
+  const TaskSpec square = hgemm_task(1024, 1024, 16384);
+  EXPECT_DOUBLE_EQ(wgmma_us(16, square), wgmma_us(8, square));
+  const TaskSpec short_k = hgemm_task(64, 64, 3072);
+  EXPECT_DOUBLE_EQ(wgmma_us(32, short_k), wgmma_us(24, short_k));
+  EXPECT_NE(wgmma_us(32, short_k), wgmma_us(16, short_k));
   // Stream-K (hgemm_cutlass SCHED 2) has no wave tail: 1.05 · 64 tiles of 128x128 over 132 SMs.
   v.family = "hgemm_cutlass";
   v.params = {{"BM", 128}, {"BN", 128}, {"SCHED", 2}};
@@ -124,6 +138,17 @@ TEST(FamilyPortfolio, PicksFollowTheShape) {
   }
   EXPECT_TRUE(split);
   EXPECT_TRUE(streamk);
+  // One output tile, K 16384 (256 k-blocks): split 4 would leave 128 of 132 SMs idle, so the
+  // wgmma picks are deep splits. 64x8192x8192 has 64 tiles of 64x128: split 4 gives every SM
+  // a unit, so no deeper split is offered.
+  for (const auto& v : shape_portfolio(hgemm_task(64, 64, 16384), kHopper, "sm_90a")) {
+    if (v.family != "hgemm_wgmma") continue;
+    EXPECT_GE(param(v, "SPLITK"), 8) << v.name;
+  }
+  for (const auto& v : shape_portfolio(hgemm_task(64, 8192, 8192), kHopper, "sm_90a")) {
+    if (v.family != "hgemm_wgmma") continue;
+    EXPECT_LE(param(v, "SPLITK"), 4) << v.name;
+  }
 }
 
 }  // namespace
