@@ -24,8 +24,11 @@ echo "CUTLASS headers: ${KERNELRL_CUTLASS_INCLUDE:-none}"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader
 if [[ ,$phases, == *,build,* ]]; then
   t0=$(date +%s)
-  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release > "$out/cmake.log" 2>&1 &&
-    cmake --build "$build" > "$out/build.log" 2>&1 || { tail -40 "$out/build.log"; exit 1; }
+  # Build logs stay out of OUT (they are large; OUT comes back through the device tool's file
+  # limits): the tail is printed on failure.
+  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release > /tmp/gev2_cmake.log 2>&1 &&
+    cmake --build "$build" > /tmp/gev2_build.log 2>&1 ||
+    { tail -40 /tmp/gev2_cmake.log /tmp/gev2_build.log; exit 1; }
   echo "build: $(( $(date +%s) - t0 )) s"
 fi
 if [[ ,$phases, == *,tests,* ]]; then
