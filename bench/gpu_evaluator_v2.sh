@@ -44,13 +44,18 @@ if [[ ,$phases, == *,trust,* ]]; then
   smi=$!
   # The standalone timer before and after the evaluator: their spread is the machine's drift.
   /tmp/bench_lt_graph --shapes "$shapes" --layout nn --rounds 15 > "$out/lt_graph.csv"
-  "$build/bench/bench_timing_trust" --shapes "$shapes" --out "$out/trust" --busy-shapes 256,1024 \
+  # The bench's stores and busy-phase compile caches stay in /tmp (with them the session-5
+  # folder came back over the device tool's file limit); OUT gets the CSVs.
+  rm -rf /tmp/gev2_trust /tmp/gev2_repeat
+  "$build/bench/bench_timing_trust" --shapes "$shapes" --out /tmp/gev2_trust --busy-shapes 256,1024 \
     --busy-sources 48 --min-rounds "${TRUST_MIN_ROUNDS:-5}" 2>&1 | grep -v "^20..-..-.. " | tee "$out/trust.log"
+  mkdir -p "$out/trust" && cp /tmp/gev2_trust/*.csv "$out/trust/"
   /tmp/bench_lt_graph --shapes "$shapes" --layout nn --rounds 15 > "$out/lt_graph2.csv"
   # Drift between evaluations in one worker: the kernel evaluated 4 times per shape, every
   # contender's device time per evaluation.
-  "$build/bench/bench_timing_trust" --repeat-shapes 64,256,1024 --repeats 4 --out "$out/repeat" \
+  "$build/bench/bench_timing_trust" --repeat-shapes 64,256,1024 --repeats 4 --out /tmp/gev2_repeat \
     2>&1 | grep "^repeat" | tee "$out/repeat.log"
+  mkdir -p "$out/repeat" && cp /tmp/gev2_repeat/*.csv "$out/repeat/"
   kill "$smi" 2>/dev/null
   python3 - "$out" <<'PY'
 import csv, sys, os
