@@ -72,6 +72,7 @@ int main(int argc, char** argv) {
   int busy_sources = 48, repeats = 4, graph_calls = 20, min_rounds = 5;
   bool fresh_worker = false, stream_gate = false;
   double idle_before = 0;
+  std::string clock_basis = "as_run";
   app.add_option("--shapes", shapes, "comma-separated cube sizes");
   app.add_option("--busy-shapes", busy_shapes, "shapes re-measured beside a compile batch");
   app.add_option("--busy-sources", busy_sources, "distinct sources compiled in the busy phase");
@@ -91,6 +92,7 @@ int main(int argc, char** argv) {
   app.add_option("--min-rounds", min_rounds,
                  "reward.min_rounds (the largest shapes get the minimum: 5 at 16384^3)");
   app.add_flag("--stream-gate", stream_gate, "reward.stream_gate (the legacy-stream gate)");
+  app.add_option("--clock-basis", clock_basis, "reward.clock_basis: as_run | rated (both are reported)");
   CLI11_PARSE(app, argc, argv);
   fs::create_directories(out);
   const std::string kernel = mma_kernel();
@@ -107,6 +109,7 @@ int main(int argc, char** argv) {
   cfg.graph_calls = graph_calls;
   cfg.l2 = l2;
   cfg.stream_gate = stream_gate;
+  cfg.clock_basis = clock_basis;
   if (!cache_dir.empty()) cfg.cache_dir = cache_dir;
   Evaluator ev(cfg, fs::path(out) / "trust.sqlite");
   if (!repeat_shapes.empty()) {  // evaluation-to-evaluation drift inside one worker
@@ -115,8 +118,8 @@ int main(int argc, char** argv) {
       std::this_thread::sleep_for(std::chrono::duration<double>(idle_before));
     }
     std::ostringstream rep;
-    rep << "M,evaluation,candidate_us";
-    for (const auto& b : report_baseline_names()) rep << "," << b << "_us";
+    rep << "M,evaluation,candidate_us,candidate_mhz,candidate_rated_us";
+    for (const auto& b : report_baseline_names()) rep << "," << b << "_us," << b << "_mhz," << b << "_rated_us";
     rep << "\n";
     for (int64_t s : parse_list(repeat_shapes))
       for (int i = 1; i <= repeats; ++i) {
@@ -128,14 +131,15 @@ int main(int argc, char** argv) {
         } else {
           r = ev.evaluate_one(hgemm_task(s, s, s, "nn"), kernel);
         }
-        rep << s << "," << i << "," << r.cand.median_us;
-        std::printf("repeat %lld eval %d [%s - %s]: candidate %.2f", static_cast<long long>(s), i,
-                    t0.c_str(), stamp().c_str(), r.cand.median_us);
+        rep << s << "," << i << "," << r.cand.median_us << "," << r.cand.clock_mhz << "," << r.cand.rated_median_us;
+        std::printf("repeat %lld eval %d [%s - %s]: candidate %.2f (%.0f MHz, rated %.2f)",
+                    static_cast<long long>(s), i, t0.c_str(), stamp().c_str(), r.cand.median_us,
+                    r.cand.clock_mhz, r.cand.rated_median_us);
         for (const auto& b : report_baseline_names()) {
           auto it = r.baselines.find(b);
-          double us = it != r.baselines.end() ? it->second.median_us : 0;
-          rep << "," << us;
-          std::printf(" %s %.2f", b.c_str(), us);
+          TimingStats t = it != r.baselines.end() ? it->second : TimingStats{};
+          rep << "," << t.median_us << "," << t.clock_mhz << "," << t.rated_median_us;
+          std::printf(" %s %.2f (%.0f, %.2f)", b.c_str(), t.median_us, t.clock_mhz, t.rated_median_us);
         }
         rep << "\n";
         std::printf("\n");
@@ -153,7 +157,9 @@ int main(int argc, char** argv) {
   std::ostringstream csv;
   csv << "M,N,K,status,run1_us,run2_us,repeat_diff_pct,run1_cv,lt_auto_us,lt_auto_cv,lt_auto_call_us";
   for (const auto& b : report_baseline_names()) csv << "," << b << "_us," << b << "_cv";
-  csv << ",lt_auto_run2_us\n";  // the second evaluation's lt-auto: whether a drift is the machine's
+  // run2's lt-auto: whether a drift is the machine's; then SM clocks and the rated-clock times.
+  csv << ",lt_auto_run2_us,run1_mhz,run2_mhz,lt_auto_mhz,run1_rated_us,run2_rated_us,rated_diff_pct,"
+         "lt_auto_rated_us,lt_auto_run2_rated_us\n";
   std::printf("%-7s %10s %10s %8s %11s %8s %11s\n", "shape", "run1_us", "run2_us", "diff%", "lt-auto_us",
               "lt_cv", "lt_call_us");
   for (int64_t s : parse_list(shapes)) {
@@ -173,10 +179,18 @@ int main(int argc, char** argv) {
       csv << "," << (it != a.baselines.end() ? it->second.median_us : 0) << ","
           << (it != a.baselines.end() ? it->second.cv : 0);
     }
-    csv << "," << (b.baselines.count("lt-auto") ? b.baselines.at("lt-auto").median_us : 0.0) << "\n";
-    std::printf("%-7lld %10.2f %10.2f %8.2f %11.2f %8.4f %11.2f  %s %s\n", static_cast<long long>(s),
-                a.cand.median_us, b.cand.median_us, diff, lt.median_us, lt.cv, lt.call_median_us,
-                status_name(a.status), a.passed() ? "" : a.reason.c_str());
+    const TimingStats lt2 = b.baselines.count("lt-auto") ? b.baselines.at("lt-auto") : TimingStats{};
+    const double rdiff = a.cand.rated_median_us > 0 && b.cand.rated_median_us > 0
+                             ? 100 * std::fabs(a.cand.rated_median_us - b.cand.rated_median_us) / a.cand.rated_median_us
+                             : NAN;
+    csv << "," << lt2.median_us << "," << a.cand.clock_mhz << "," << b.cand.clock_mhz << "," << lt.clock_mhz
+        << "," << a.cand.rated_median_us << "," << b.cand.rated_median_us << "," << rdiff << ","
+        << lt.rated_median_us << "," << lt2.rated_median_us << "\n";
+    std::printf("%-7lld %10.2f %10.2f %8.2f %11.2f %8.4f %11.2f  %s %s  (MHz %.0f / %.0f, lt %.0f; rated %.2f / %.2f, %.2f%%)\n",
+                static_cast<long long>(s), a.cand.median_us, b.cand.median_us, diff, lt.median_us, lt.cv,
+                lt.call_median_us, status_name(a.status), a.passed() ? "" : a.reason.c_str(),
+                a.cand.clock_mhz, b.cand.clock_mhz, lt.clock_mhz, a.cand.rated_median_us,
+                b.cand.rated_median_us, rdiff);
     std::fflush(stdout);
     atomic_write(fs::path(out) / "trust.csv", csv.str());
   }

@@ -65,8 +65,9 @@ for path, d in (("lt_graph.csv", lt), ("lt_graph2.csv", lt2)):
     for row in csv.reader(open(os.path.join(out, path))):
         if row and row[0].isdigit(): d[int(row[0])] = (float(row[6]), float(row[7]))
 ev = list(csv.DictReader(open(os.path.join(out, "trust", "trust.csv"))))
-lines = ["| shape | standalone lt before / after (device us) | evaluator lt-auto (device us) | diff to the nearer | lt call us (standalone / evaluator) | kernel run1 / run2 (us) | repeat diff | lt-auto run1 / run2 (us) | lt-auto cv | cublas-nn cv | torch cv |",
-         "|---|---|---|---|---|---|---|---|---|---|---|"]
+lines = ["| shape | standalone lt before / after (device us) | evaluator lt-auto (device us) | diff to the nearer | lt call us (standalone / evaluator) | kernel run1 / run2 (us) | repeat diff | kernel MHz run1 / run2 | kernel rated run1 / run2 (us) | rated repeat diff | lt-auto run1 / run2 (us) | lt-auto MHz | lt-auto cv | cublas-nn cv | torch cv |",
+         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+f = lambda r, k: float(r.get(k) or "nan")
 for r in ev:
     s = int(r["M"]); sd, sc = lt.get(s, (float("nan"), float("nan"))); sd2 = lt2.get(s, (float("nan"),))[0]
     e = float(r["lt_auto_us"])
@@ -74,7 +75,8 @@ for r in ev:
     d = min(ds, key=abs) if ds else float("nan")
     lines.append(f"| {s}^3 | {sd:.2f} / {sd2:.2f} | {e:.2f} | {d:+.2f}% | {sc:.2f} / {float(r['lt_auto_call_us']):.2f} | "
                  f"{float(r['run1_us']):.2f} / {float(r['run2_us']):.2f} | {float(r['repeat_diff_pct']):.2f}% | "
-                 f"{e:.2f} / {float(r.get('lt_auto_run2_us') or 'nan'):.2f} | {float(r['lt_auto_cv']):.4f} | {float(r['cublas-nn_cv']):.4f} | {float(r['torch_cv']):.4f} |")
+                 f"{f(r, 'run1_mhz'):.0f} / {f(r, 'run2_mhz'):.0f} | {f(r, 'run1_rated_us'):.2f} / {f(r, 'run2_rated_us'):.2f} | {f(r, 'rated_diff_pct'):.2f}% | "
+                 f"{e:.2f} / {f(r, 'lt_auto_run2_us'):.2f} | {f(r, 'lt_auto_mhz'):.0f} | {float(r['lt_auto_cv']):.4f} | {float(r['cublas-nn_cv']):.4f} | {float(r['torch_cv']):.4f} |")
 busy = list(csv.DictReader(open(os.path.join(out, "trust", "busy.csv"))))
 lines += ["", "| shape | quiet windows | lt-auto idle (us) | lt-auto beside compiles (us) | change |", "|---|---|---|---|---|"]
 for i in range(0, len(busy) - 1, 2):

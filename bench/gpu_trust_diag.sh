@@ -20,6 +20,10 @@
 #   eager-modules  CUDA_MODULE_LOADING=EAGER
 #   no-caching     PYTORCH_NO_CUDA_MEMORY_CACHING=1 (every tensor its own cudaMalloc)
 #   dot            every captured graph written as verbose Graphviz to OUT/dot (sandbox off)
+#   rated          reward.clock_basis rated
+#   min-roundsN    reward.min_rounds N
+#   DIAG_SHAPE may list several sizes (4096,8192); every repeat line carries, per contender, the
+#   SM clock (MHz) its replays ran at and its time rescaled to the rated clock.
 #   usage: bash bench/gpu_trust_diag.sh BUILD OUT [variant ...]
 set -uo pipefail
 build=$1
@@ -46,11 +50,13 @@ for v in "${variants[@]}"; do
     eager-modules) envs=(CUDA_MODULE_LOADING=EAGER) ;;
     dot) mkdir -p "$out/dot"; envs=(KERNELRL_TIMING_DIAG=dot KERNELRL_DIAG_DIR=$out/dot); args+=(--sandbox off) ;;
     no-caching) envs=(PYTORCH_NO_CUDA_MEMORY_CACHING=1) ;;
+    rated) args+=(--clock-basis rated) ;;
+    min-rounds*) args+=(--min-rounds "${v#min-rounds}") ;;
     *) echo "unknown variant $v" >&2; exit 2 ;;
   esac
   t0=$(date +%s)
   env "${envs[@]}" "$tt" "${args[@]}" > "$out/$v.log" 2>&1
   rc=$?
   echo "== $v ($(( $(date +%s) - t0 )) s, exit $rc)"
-  grep -E "^(repeat|graphs|probes)" "$out/$v.log" | sed -E "s/ \[[0-9:. -]+\]//"
+  grep -E "^(repeat|probes)" "$out/$v.log" | sed -E "s/ \[[0-9:. -]+\]//"
 done

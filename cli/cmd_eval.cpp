@@ -1,6 +1,7 @@
 // `kernelrl eval KERNEL.cu --shape MxNxK`: verdict, times and speedups of one kernel, checked
 // and timed by the evaluator (reward/evaluator.h) against the baselines. Exit 0 when the kernel
 // passed, 1 when it was evaluated and failed, 2 on bad input.
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <sstream>
@@ -39,17 +40,20 @@ void print_result(const EvalResult& r, const std::string& kernel, const std::str
     std::printf("\ntimes in microseconds per call, %s timing%s\n", r.cand.timing.c_str(),
                 device ? " (CUDA-graph replay: kernel device time); call_us = events around one eager call"
                        : " (events around each call: host issue cost included)");
-    std::printf("%-18s %11s %11s %11s %7s %9s %11s %9s\n", "contender", "median_us", "p10_us",
-                "p90_us", "cv", "speedup", "call_us", "call_spd");
+    // sm_mhz: the median SM clock the contender's replays ran at (from ~4096^3 up the power cap
+    // lowers it; reward.clock_basis says whether median_us is at that clock or rescaled).
+    std::printf("%-18s %11s %11s %11s %7s %9s %11s %9s %7s\n", "contender", "median_us", "p10_us",
+                "p90_us", "cv", "speedup", "call_us", "call_spd", "sm_mhz");
     auto row = [&](const std::string& name, const TimingStats& t, bool cand) {
       double sp = cand ? 0 : t.median_us / r.cand.median_us;
       double csp = !cand && t.call_median_us > 0 && r.cand.call_median_us > 0
                        ? t.call_median_us / r.cand.call_median_us : 0;
-      std::printf("%-18s %11s %11s %11s %7.4f %9s %11s %9s\n", name.c_str(), us(t.median_us).c_str(),
+      std::printf("%-18s %11s %11s %11s %7.4f %9s %11s %9s %7s\n", name.c_str(), us(t.median_us).c_str(),
                   us(t.p10_us).c_str(), us(t.p90_us).c_str(), t.cv,
                   sp > 0 ? (us(sp) + "x").c_str() : "-",
                   t.call_median_us > 0 ? us(t.call_median_us).c_str() : "-",
-                  csp > 0 ? (us(csp) + "x").c_str() : "-");
+                  csp > 0 ? (us(csp) + "x").c_str() : "-",
+                  t.clock_mhz > 0 ? std::to_string(static_cast<int>(std::lround(t.clock_mhz))).c_str() : "-");
     };
     row("candidate", r.cand, true);
     for (const auto& [name, t] : r.baselines)

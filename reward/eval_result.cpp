@@ -48,6 +48,11 @@ nlohmann::json to_json(const TimingStats& t) {
                       {"p90_us", t.p90_us},       {"cv", t.cv},           {"n", t.n},
                       {"timing", t.timing}};
   if (t.call_median_us > 0) j["call_median_us"] = t.call_median_us;
+  if (t.clock_mhz > 0) {
+    j["clock_mhz"] = t.clock_mhz;
+    j["as_run_median_us"] = t.as_run_median_us;
+    j["rated_median_us"] = t.rated_median_us;
+  }
   return j;
 }
 
@@ -62,6 +67,9 @@ TimingStats timing_from_json(const nlohmann::json& j) {
   t.n = j.value("n", int64_t{0});
   t.timing = j.value("timing", std::string());
   t.call_median_us = j.value("call_median_us", 0.0);
+  t.clock_mhz = j.value("clock_mhz", 0.0);
+  t.as_run_median_us = j.value("as_run_median_us", 0.0);
+  t.rated_median_us = j.value("rated_median_us", 0.0);
   return t;
 }
 

@@ -39,6 +39,10 @@ struct TimingStats {
   int64_t n = 0;
   std::string timing;          // device | call | server ("" = unknown, an old store row)
   double call_median_us = 0;   // device mode: median of eager calls in the same rounds; else 0
+  // Device mode on a GPU (else 0): the median SM clock of the timed replays, and the median at
+  // that clock (as run) and rescaled to the rated clock (RewardConfig::clock_basis: median_us is
+  // one of the two).
+  double clock_mhz = 0, as_run_median_us = 0, rated_median_us = 0;
   bool valid() const { return n > 0 && median_us > 0; }
 };
 TimingStats timing_stats(std::vector<double> samples_us);

@@ -297,6 +297,9 @@ std::string Evaluator::settings_fingerprint() const {
                       {"max_rounds", c.max_rounds},
                       {"timing_budget_ms", c.timing_budget_ms},
                       {"baseline_recheck_every", c.baseline_recheck_every}};
+  // Added after stores were written: in the fingerprint only when set, so results cached with
+  // the rule off keep their fingerprint.
+  if (c.timing == "device" && c.clock_basis != "as_run") j["clock_basis"] = c.clock_basis;
   return content_hash(j.dump()).substr(0, 16);
 }
 
@@ -451,6 +454,7 @@ std::vector<EvalResult> Evaluator::evaluate(const TaskSpec& task, const std::vec
                             {"stream_gate", cfg.stream_gate},
                             {"budget_ms", cfg.timing_budget_ms},
                             {"gap_us", cfg.server_gap_us},
+                            {"clock_basis", cfg.clock_basis},
                             {"call_timeout_s", cfg.call_timeout_s},
                             {"lt_algo", lt_algo}};
       {

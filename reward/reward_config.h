@@ -44,6 +44,14 @@ struct RewardConfig {
   int64_t max_rounds = 50;          // timed calls per contender, at most
   double timing_budget_ms = 400;    // rounds = clamp(budget / slowest contender, min, max)
   double server_gap_us = 200;       // server mode: mean of the exponential idle gap before a call
+  // Device mode: which device time the medians (and so speedups and rewards) are. as_run: the
+  // time at the SM clock each replay ran at. rated: each replay's time rescaled to the device's
+  // rated maximum SM clock by the clock measured around it (cycles; what a clock-locked
+  // benchmark shows for a compute-bound kernel). From ~4096^3 up an H100 runs at its power cap
+  // and its clock drifts with temperature and with what ran just before, so as_run times there
+  // move by 1-2 % between evaluations where rated ones hold within ~0.1 % (docs/timing.md).
+  // Both are reported; on the host backend (no clock) both are the as-run time.
+  std::string clock_basis = "as_run";
   std::vector<std::string> baselines = {};  // extra baselines to report besides `baseline`; [all]
   bool refresh_baselines = false;   // re-measure baselines even when the store has them
   // Stored baselines are re-timed beside a candidate every this many evaluations of a shape;
@@ -102,6 +110,9 @@ struct RewardConfig {
     v.field("max_rounds", max_rounds, "timed calls per contender, at most", cfg::in_closed(1, 100000));
     v.field("timing_budget_ms", timing_budget_ms, "rounds = clamp(budget / slowest, min, max)",
             cfg::greater_than(0));
+    v.field("clock_basis", clock_basis,
+            "device timing: as_run (time at the clock the replay got) | rated (rescaled to the rated SM clock)",
+            {"as_run", "rated"});
     v.field("server_gap_us", server_gap_us, "server mode: mean idle gap before a call (µs)",
             cfg::at_least(0));
     v.field("baselines", baselines, "extra baselines to report; [all] for every one",

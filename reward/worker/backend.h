@@ -73,6 +73,13 @@ class Backend {
   virtual std::string graph_census(size_t graph) { return ""; }
   // A failed capture may leave library state behind: the worker exits after its answer.
   virtual bool tainted() const { return false; }
+  // SM clock around a timed unit (GPU): clock_stamp(i) issues, on the stream, a stamp of every
+  // SM's cycle counter and the global timer into slot i; after wait_stream, clock_mhz(a, b) is the
+  // median over SMs of cycles / ns between stamps a and b, in MHz (0 where unknown: the host, or
+  // no SM stamped twice). max_clock_mhz() is the device's rated maximum SM clock.
+  virtual void clock_stamp(size_t i) {}
+  virtual double clock_mhz(size_t a, size_t b) { return 0; }
+  virtual double max_clock_mhz() const { return 0; }
   // Untimed, on the stream: evicts the L2 (writes a buffer twice its size).
   virtual void flush_l2() = 0;
   // Diagnostic: the device time per launch of a small built-in kernel, 20 launches in a graph,

@@ -23,6 +23,7 @@ namespace kernelrl::worker {
 
 cudaError_t launch_gate(const int* open_device_ptr, long long max_cycles, cudaStream_t stream);
 cudaError_t launch_probe(float* data, cudaStream_t stream);
+cudaError_t launch_clock_stamp(unsigned long long* slots, unsigned n_slots, int blocks, cudaStream_t stream);
 
 namespace {
 
@@ -69,6 +70,12 @@ class GpuBackend final : public Backend {
     flush_bytes_ = 2 * static_cast<size_t>(std::max(l2, 1 << 20));
     CUDA_CHECK(cudaMalloc(&flush_, flush_bytes_));
     clock_hz_ = static_cast<double>(khz) * 1000.0;
+    // Clock stamps: kStampSlots stamps of (ns, cycles) per SM id, in mapped host memory.
+    CUDA_CHECK(cudaDeviceGetAttribute(&sms_, cudaDevAttrMultiProcessorCount, device));
+    const size_t stamp_bytes = kStampSlots * kMaxSmId * 2 * sizeof(unsigned long long);
+    CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&stamps_), stamp_bytes, cudaHostAllocMapped));
+    CUDA_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&stamps_dev_), stamps_, 0));
+    std::fill(stamps_, stamps_ + kStampSlots * kMaxSmId * 2, 0ull);
     // Diagnostic (docs/benchmarks.md, measurement trust): KERNELRL_DIAG_RESERVE_MB holds that
     // much device memory, written once, for the worker's life.
     if (const char* mb = std::getenv("KERNELRL_DIAG_RESERVE_MB"); mb && std::atol(mb) > 0) {
@@ -87,6 +94,7 @@ class GpuBackend final : public Backend {
     for (auto e : events_) cudaEventDestroy(e);
     cudaStreamDestroy(stream_);
     cudaFreeHost(open_);
+    if (stamps_) cudaFreeHost(stamps_);
   }
   bool gpu() const override { return true; }
   int device_index() const override { return device_; }
@@ -214,6 +222,28 @@ class GpuBackend final : public Backend {
     graphs_.clear();
     census_.clear();
   }
+  void clock_stamp(size_t i) override {
+    if (i >= kStampSlots) throw std::out_of_range("clock stamp slot " + std::to_string(i));
+    // The previous use of this slot has been read (the caller waited on the stream since).
+    std::fill(stamps_ + i * kMaxSmId * 2, stamps_ + (i + 1) * kMaxSmId * 2, 0ull);
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    cudaError_t e = launch_clock_stamp(stamps_dev_ + i * kMaxSmId * 2, kMaxSmId, 2 * sms_, stream_);
+    if (e != cudaSuccess) fatal(e, "launching a clock stamp");
+  }
+  double clock_mhz(size_t a, size_t b) override {
+    const unsigned long long* sa = stamps_ + a * kMaxSmId * 2;
+    const unsigned long long* sb = stamps_ + b * kMaxSmId * 2;
+    std::vector<double> mhz;
+    for (unsigned sm = 0; sm < kMaxSmId; ++sm) {
+      const unsigned long long ns0 = sa[2 * sm], c0 = sa[2 * sm + 1], ns1 = sb[2 * sm], c1 = sb[2 * sm + 1];
+      if (ns0 == 0 || ns1 <= ns0 || c1 <= c0) continue;
+      mhz.push_back(static_cast<double>(c1 - c0) * 1000.0 / static_cast<double>(ns1 - ns0));
+    }
+    if (mhz.empty()) return 0;
+    std::nth_element(mhz.begin(), mhz.begin() + mhz.size() / 2, mhz.end());
+    return mhz[mhz.size() / 2];
+  }
+  double max_clock_mhz() const override { return clock_hz_ / 1e6; }
   void flush_l2() override {
     cudaError_t e = cudaMemsetAsync(flush_, ++flush_value_, flush_bytes_, stream_);
     if (e != cudaSuccess) fatal(e, "flushing the L2");
@@ -271,6 +301,11 @@ class GpuBackend final : public Backend {
   int* open_ = nullptr;
   int* open_dev_ = nullptr;
   double clock_hz_ = 1e9;
+  static constexpr size_t kStampSlots = 2;
+  static constexpr unsigned kMaxSmId = 1024;  // %smid bound (%nsmid can exceed the SM count)
+  int sms_ = 1;
+  unsigned long long* stamps_ = nullptr;
+  unsigned long long* stamps_dev_ = nullptr;
   std::vector<cudaEvent_t> events_;
   std::vector<std::unique_ptr<at::cuda::CUDAGraph>> graphs_;
   std::vector<std::string> census_;

@@ -85,10 +85,20 @@ bool stale(const at::Tensor& out, const at::Tensor& prev) {
   return same.to(at::kDouble).mean().item<double>() > kStaleFraction;
 }
 
-nlohmann::json stats_json(const ContenderTimes& t, const std::string& mode) {
-  TimingStats s = timing_stats(t.samples_us);
+// A contender's statistics. Device mode with clocks (GPU): each sample also rescaled to the rated
+// SM clock, t_rated = t * f_measured / f_rated (the replay's cycles at the rated clock); the
+// medians are of the basis's samples, and both medians are reported.
+nlohmann::json stats_json(const ContenderTimes& t, const std::string& mode, const std::string& basis,
+                          double rated_mhz) {
+  const std::vector<double> rated = rated_samples(t, rated_mhz);
+  TimingStats s = timing_stats(basis_samples(t, basis, rated_mhz));
   s.timing = mode;
   if (!t.call_us.empty()) s.call_median_us = timing_stats(t.call_us).median_us;
+  if (!rated.empty()) {
+    s.clock_mhz = timing_stats(t.clock_mhz).median_us;  // a median, in MHz
+    s.as_run_median_us = timing_stats(t.samples_us).median_us;
+    s.rated_median_us = timing_stats(rated).median_us;
+  }
   return to_json(s);
 }
 
@@ -472,10 +482,10 @@ struct Harness::Impl {
                     " rounds (" + o.timing + ")";
     res["max_abs_dev"] = max_dev;
     res["dev_bound"] = kind->dev_bound();
-    res["candidate"] = stats_json(timed.times.at(0), o.timing);
+    res["candidate"] = stats_json(timed.times.at(0), o.timing, o.clock_basis, be.max_clock_mhz());
     nlohmann::json bl = nlohmann::json::object();
     for (size_t i = 1; i < timed.times.size(); ++i) {
-      auto j = stats_json(timed.times[i], o.timing);
+      auto j = stats_json(timed.times[i], o.timing, o.clock_basis, be.max_clock_mhz());
       const nlohmann::json extras = kind->baseline_extras(timed.times[i].name);  // outlives the loop
       for (const auto& [k, v] : extras.items()) j[k] = v;
       bl[timed.times[i].name] = j;

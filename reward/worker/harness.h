@@ -24,7 +24,8 @@ class Harness {
   explicit Harness(Backend& backend);
   ~Harness();
   // Request fields: task (TaskSpec JSON), seeds, slack, timing, l2, warmup, min_rounds,
-  // max_rounds, graph_calls, verify_rounds, budget_ms, gap_us, call_timeout_s, seed_base,
+  // max_rounds, graph_calls, verify_rounds, budget_ms, gap_us, clock_basis, call_timeout_s,
+  // seed_base,
   // baselines (raw names to time), lt_algo {"nn": i, "tn": j}. Returns {status, check, reason,
   // max_abs_dev, dev_bound, candidate, baselines, metrics}; timings carry call_us beside the
   // mode's median in device mode. Throws Fatal when the process must be replaced.

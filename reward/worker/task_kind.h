@@ -60,6 +60,7 @@ struct Opts {
   std::string timing = "device", l2 = "cold";
   int warmup = 3, min_rounds = 5, max_rounds = 50, graph_calls = 20, verify_rounds = 2;
   double budget_ms = 400, gap_us = 200, timeout_s = 20;
+  std::string clock_basis = "as_run";  // as_run | rated: which device time the medians are
   bool stream_gate = false;  // the legacy-stream gate around checked calls
   uint64_t seed_base = 1234;
   std::vector<std::string> baselines;  // raw baseline names to time beside the candidate

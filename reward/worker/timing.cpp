@@ -41,6 +41,21 @@ nlohmann::json take_probes() {
   return out;
 }
 
+std::vector<double> rated_samples(const ContenderTimes& t, double rated_mhz) {
+  std::vector<double> out;
+  if (rated_mhz <= 0 || t.clock_mhz.empty() || t.clock_mhz.size() != t.samples_us.size()) return out;
+  for (size_t i = 0; i < t.samples_us.size(); ++i) out.push_back(t.samples_us[i] * t.clock_mhz[i] / rated_mhz);
+  return out;
+}
+
+std::vector<double> basis_samples(const ContenderTimes& t, const std::string& basis, double rated_mhz) {
+  if (basis == "rated") {
+    std::vector<double> r = rated_samples(t, rated_mhz);
+    if (!r.empty()) return r;
+  }
+  return t.samples_us;
+}
+
 std::vector<size_t> screen_survivors(const std::vector<double>& medians, double within,
                                      size_t min_keep, size_t max_keep) {
   std::vector<size_t> timed;
@@ -108,6 +123,7 @@ TimingOutcome time_contenders(Backend& be, std::vector<Contender> cs, const Timi
     tick("captured " + std::to_string(cs.size()) + " graphs");
   }
 
+  double unit_clock = 0;  // the SM clock of the last device unit (MHz; 0 unknown)
   // One timed unit of contender c: a replay (device) or one call (call/server); returns µs
   // per call.
   auto timed_unit = [&](size_t c, bool verify) -> double {
@@ -124,9 +140,11 @@ TimingOutcome time_contenders(Backend& be, std::vector<Contender> cs, const Timi
       const bool hold = !timing_diag("nohold");
       if (hold) be.hold_stream(plan.timeout_s);
       try {
+        be.clock_stamp(0);
         be.mark(0);
         be.replay(graph_of[c]);
         be.mark(1);
+        be.clock_stamp(1);
       } catch (...) {
         be.gate_open();
         throw;
@@ -134,6 +152,7 @@ TimingOutcome time_contenders(Backend& be, std::vector<Contender> cs, const Timi
       if (hold) be.gate_open();
       be.wait_stream(plan.timeout_s * plan.graph_calls);
       if (verify && hooks.verify) hooks.verify(c, graph_unique);
+      unit_clock = be.clock_mhz(0, 1);
       return be.elapsed_us(0, 1) / plan.graph_calls;
     }
     size_t s = next_set();
@@ -170,6 +189,13 @@ TimingOutcome time_contenders(Backend& be, std::vector<Contender> cs, const Timi
                           plan.max_rounds);
   const int verify_every = std::max(1, rounds / std::max(1, plan.verify_rounds));
   int verified = 0;
+  // A sample and, in device mode, the SM clock its replay ran at (all or none per contender).
+  auto sample = [&](size_t c, bool verify) {
+    unit_clock = 0;
+    const double us = timed_unit(c, verify);
+    if (device && unit_clock > 0) out.times[c].clock_mhz.push_back(unit_clock);
+    return us;
+  };
 
   out.times.assign(cs.size(), {});
   for (size_t c = 0; c < cs.size(); ++c) out.times[c].name = cs[c].name;
@@ -179,7 +205,7 @@ TimingOutcome time_contenders(Backend& be, std::vector<Contender> cs, const Timi
     std::shuffle(order.begin(), order.end(), rng);  // interleaved, random order each round
     const bool verify_round = device && r % verify_every == 0 && verified < plan.verify_rounds;
     for (size_t c : order) {
-      out.times[c].samples_us.push_back(timed_unit(c, verify_round && c == 0 && plan.candidate_first));
+      out.times[c].samples_us.push_back(sample(c, verify_round && c == 0 && plan.candidate_first));
       if (device && plan.call_times && !timing_diag("noeager")) out.times[c].call_us.push_back(eager_call(c));
     }
     if (verify_round) ++verified;

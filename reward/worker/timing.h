@@ -9,8 +9,9 @@
 //           sample is replay time / graph_calls: the kernels' device time, what a caller that
 //           launches from CUDA graphs sees. The replay is queued behind a hold on the stream
 //           that opens once the marks and the replay are issued, so the host's latency in
-//           launching the graph is never inside the interval. Each round also times one eager
-//           call per contender with events (its call time, reported beside).
+//           launching the graph is never inside the interval. Clock stamps around the replay
+//           give the SM clock it ran at, kept per sample. Each round also times one eager call
+//           per contender with events (its call time, reported beside).
 //   call    events around each eager call: includes the host's cost of issuing it.
 //   server  call, after an exponential idle gap (mean gap_us) with the device drained.
 // Every mode draws fresh input values (refresh hook) into the sets a timed call or replay will
@@ -58,6 +59,7 @@ struct ContenderTimes {
   std::string name;
   std::vector<double> samples_us;  // in the plan's mode
   std::vector<double> call_us;     // device mode: eager per-call times from the same rounds
+  std::vector<double> clock_mhz;   // device mode (GPU): the SM clock each sample's replay ran at
 };
 
 struct TimingOutcome {
@@ -68,6 +70,13 @@ struct TimingOutcome {
 };
 
 using Tick = std::function<void(const std::string&)>;
+
+// A contender's samples rescaled to the rated SM clock: t * f_measured / f_rated for each
+// (the replay's cycles at the rated clock). Empty where the clocks are unknown (host backend,
+// call/server mode, rated_mhz <= 0).
+std::vector<double> rated_samples(const ContenderTimes& t, double rated_mhz);
+// The samples a clock basis ranks by: rated ones for "rated" where known, else the as-run ones.
+std::vector<double> basis_samples(const ContenderTimes& t, const std::string& basis, double rated_mhz);
 
 // Diagnostic switches (docs/benchmarks.md, measurement trust): KERNELRL_TIMING_DIAG is a
 // comma-separated list; timing_diag(flag) says whether it names `flag`. Flags: prereplay (an

@@ -4,7 +4,8 @@
 // input, caching by pointer and by value, launching on another stream, shrinking K, skipping the
 // work under graph capture, not being capturable, a hang, an illegal address) and the worker
 // recovers; a CuTe-based candidate compiles with the CUTLASS headers and passes; the same kernel
-// timed twice agrees within 2% at the median; under the OS sandbox (on by default) candidates
+// timed twice agrees within 2% at the median; the SM clock measured around replays matches a
+// kernel of known cycle count; under the OS sandbox (on by default) candidates
 // that write a file, open a socket or fork are sandbox_violation and write nothing, while the
 // reference kernels pass. Skips where no GPU is visible.
 #include <gtest/gtest.h>
@@ -206,6 +207,47 @@ TEST(RewardGpu, GeneralTaskAgainstTheLibTorchReference) {
   ASSERT_EQ(r.status, EvalStatus::ok) << r.check << ": " << r.reason;
   EXPECT_EQ(r.reference, "torch");
   EXPECT_GT(r.t_ref_us, 0);
+}
+
+// The SM clock the evaluator measures around each replay (clock stamps: every SM's cycle counter
+// against the global timer) against a kernel whose length is known in cycles: one thread that
+// spins 4M cycles (clock64) before a small relu (gpu_relu_spin.cu). Its device time times the
+// measured clock is its cycle count, and its time rescaled to the rated clock (cudaDevAttrClockRate)
+// is that count at the rated clock, within 2 % (the relu and a kernel boundary add ~0.3 %). With
+// reward.clock_basis rated the medians are the rescaled ones.
+TEST(RewardGpu, MeasuredClockMatchesACycleCountedKernel) {
+  REQUIRE_CUDA();
+#ifdef KERNELRL_HAVE_CUDA
+  int khz = 0;
+  ASSERT_EQ(cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, 0), cudaSuccess);
+  const double rated_mhz = khz / 1000.0, spin_cycles = 4e6;
+  TaskSpec t;
+  t.name = "relu_spin_gpu_test";
+  t.kind = "general";
+  t.op = "relu";
+  t.inputs = {{"x", {1 << 16}, "f32", "normal"}};
+  t.outputs = {{"y", {1 << 16}, "f32", "normal"}};
+  t.atol = t.rtol = 1e-5;
+  for (const std::string basis : {"as_run", "rated"}) {
+    testing::ScratchDir dir;
+    RewardConfig cfg = gpu_config(dir);
+    cfg.clock_basis = basis;
+    Evaluator ev(cfg, dir / "results.sqlite");
+    auto r = ev.evaluate_one(t, fixture("gpu_relu_spin.cu"));
+    print(basis.c_str(), r);
+    ASSERT_EQ(r.status, EvalStatus::ok) << r.check << ": " << r.reason;
+    std::printf("CLOCK %s: %.0f MHz (rated %.0f), as run %.2f us, rated %.2f us -> %.0f cycles\n",
+                basis.c_str(), r.cand.clock_mhz, rated_mhz, r.cand.as_run_median_us,
+                r.cand.rated_median_us, r.cand.as_run_median_us * r.cand.clock_mhz);
+    ASSERT_GT(r.cand.clock_mhz, 0);
+    EXPECT_LE(r.cand.clock_mhz, rated_mhz * 1.02);
+    EXPECT_NEAR(r.cand.as_run_median_us * r.cand.clock_mhz / spin_cycles, 1.0, 0.02);
+    EXPECT_NEAR(r.cand.rated_median_us * rated_mhz / spin_cycles, 1.0, 0.02);
+    EXPECT_DOUBLE_EQ(r.cand.median_us, basis == "rated" ? r.cand.rated_median_us : r.cand.as_run_median_us);
+    ASSERT_TRUE(r.baselines.count("torch"));
+    EXPECT_GT(r.baselines.at("torch").clock_mhz, 0);  // every contender's replays are stamped
+  }
+#endif
 }
 
 // The sandbox (reward/worker/sandbox.h) is installed after CUDA, cuBLAS(Lt), the L2 flush buffer
