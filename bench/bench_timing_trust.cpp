@@ -69,7 +69,7 @@ int main(int argc, char** argv) {
   std::string busy_shapes = "256,1024";
   std::string cache_dir, sandbox = "auto", repeat_shapes;
   std::string l2 = "cold";
-  int busy_sources = 48, repeats = 4, graph_calls = 20, min_rounds = 5;
+  int busy_sources = 48, repeats = 4, graph_calls = 20, min_rounds = 15;
   bool fresh_worker = false, stream_gate = false;
   double idle_before = 0;
   std::string clock_basis = "as_run";
@@ -90,7 +90,7 @@ int main(int argc, char** argv) {
   app.add_option("--graph-calls", graph_calls, "reward.graph_calls (calls captured per graph)");
   app.add_option("--l2", l2, "reward.l2: cold | hot");
   app.add_option("--min-rounds", min_rounds,
-                 "reward.min_rounds (the largest shapes get the minimum: 5 at 16384^3)");
+                 "reward.min_rounds (the largest shapes get the minimum: 16384^3)");
   app.add_flag("--stream-gate", stream_gate, "reward.stream_gate (the legacy-stream gate)");
   app.add_option("--clock-basis", clock_basis, "reward.clock_basis: as_run | rated (both are reported)");
   CLI11_PARSE(app, argc, argv);

@@ -8,7 +8,7 @@
 #           baselines beside a compile batch with and without quiet windows -> OUT/trust.md,
 #           with an nvidia-smi clock/power log beside it -> OUT/smi.log
 #   usage: bash bench/gpu_evaluator_v2.sh BUILD OUT build,tests,trust [shapes]
-#   (TRUST_MIN_ROUNDS=N: the evaluator's reward.min_rounds in the trust phase, default 5; the
+#   (TRUST_MIN_ROUNDS=N: the evaluator's reward.min_rounds in the trust phase, default 15; the
 #   standalone timer takes 15 rounds at every shape)
 set -uo pipefail
 build=$1
@@ -48,7 +48,7 @@ if [[ ,$phases, == *,trust,* ]]; then
   # folder came back over the device tool's file limit); OUT gets the CSVs.
   rm -rf /tmp/gev2_trust /tmp/gev2_repeat
   "$build/bench/bench_timing_trust" --shapes "$shapes" --out /tmp/gev2_trust --busy-shapes 256,1024 \
-    --busy-sources 48 --min-rounds "${TRUST_MIN_ROUNDS:-5}" 2>&1 | grep -v "^20..-..-.. " | tee "$out/trust.log"
+    --busy-sources 48 --min-rounds "${TRUST_MIN_ROUNDS:-15}" 2>&1 | grep -v "^20..-..-.. " | tee "$out/trust.log"
   mkdir -p "$out/trust" && cp /tmp/gev2_trust/*.csv "$out/trust/"
   /tmp/bench_lt_graph --shapes "$shapes" --layout nn --rounds 15 > "$out/lt_graph2.csv"
   # Drift between evaluations in one worker: the kernel evaluated 4 times per shape, every

@@ -40,7 +40,10 @@ struct RewardConfig {
   // ---- timing ----
   std::string l2 = "cold";          // cold (rotate input sets larger than L2) | hot (one set)
   int64_t warmup = 3;               // untimed calls per contender before timing
-  int64_t min_rounds = 5;           // timed calls per contender, at least
+  // Timed rounds per contender, at least. Only shapes whose 20-call graph outlasts budget/15
+  // (~8192^3 and up on an H100) are at the minimum; there a cv of 0.02-0.03 at the power cap left
+  // 5-round medians up to 3.6 % off a standalone timer (docs/benchmarks.md, issue 10).
+  int64_t min_rounds = 15;
   int64_t max_rounds = 50;          // timed calls per contender, at most
   double timing_budget_ms = 400;    // rounds = clamp(budget / slowest contender, min, max)
   double server_gap_us = 200;       // server mode: mean of the exponential idle gap before a call

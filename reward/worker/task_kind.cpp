@@ -51,7 +51,7 @@ Opts parse_opts(const nlohmann::json& r) {
   o.timing = r.value("timing", std::string("device"));
   o.l2 = r.value("l2", "cold");
   o.warmup = r.value("warmup", 3);
-  o.min_rounds = r.value("min_rounds", 5);
+  o.min_rounds = r.value("min_rounds", 15);
   o.max_rounds = std::max(o.min_rounds, r.value("max_rounds", 50));
   o.graph_calls = r.value("graph_calls", 20);
   o.verify_rounds = r.value("verify_rounds", 2);

@@ -58,7 +58,7 @@ struct Opts {
   int seeds = 3;
   double slack = 2.0;
   std::string timing = "device", l2 = "cold";
-  int warmup = 3, min_rounds = 5, max_rounds = 50, graph_calls = 20, verify_rounds = 2;
+  int warmup = 3, min_rounds = 15, max_rounds = 50, graph_calls = 20, verify_rounds = 2;
   double budget_ms = 400, gap_us = 200, timeout_s = 20;
   std::string clock_basis = "as_run";  // as_run | rated: which device time the medians are
   bool stream_gate = false;  // the legacy-stream gate around checked calls

@@ -38,7 +38,7 @@ struct Contender {
 struct TimingPlan {
   std::string mode = "device";  // device | call | server
   bool cold_l2 = true;
-  int warmup = 3, min_rounds = 5, max_rounds = 50;
+  int warmup = 3, min_rounds = 15, max_rounds = 50;
   int graph_calls = 20;         // device: calls per captured graph
   int verify_rounds = 2;        // device: replays whose outputs are poisoned and verified
   double budget_ms = 400, gap_us = 200, timeout_s = 20;

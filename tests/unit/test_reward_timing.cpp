@@ -95,6 +95,7 @@ TEST(RewardTiming, ChangingAnyRewardSettingMissesTheCache) {
       {"deviation_slack", [](RewardConfig& c) { c.deviation_slack = 4; }},
       {"max_rounds", [](RewardConfig& c) { c.max_rounds = 7; }},
       {"timing_budget_ms", [](RewardConfig& c) { c.timing_budget_ms = 50; }},
+      {"clock_basis", [](RewardConfig& c) { c.clock_basis = "rated"; }},
   };
   std::set<std::string> prints;
   for (const auto& [name, change] : changes) {
