@@ -35,7 +35,7 @@ std::string utc_now() {
   return buf;
 }
 
-// "device/cold/g20" -> {"device", "cold", "g20"}
+// "device/cold/g20" -> {"device", "cold", "g20"}; "device/cold/g20/rated" -> 4 parts
 std::vector<std::string> split(const std::string& s, char sep) {
   std::vector<std::string> out;
   std::stringstream in(s);
@@ -96,6 +96,12 @@ void CatalogBuilder::add(const StoredResult& s, const std::string& origin) {
   const std::string l2 = mode.size() > 1 ? mode[1] : "";
   if (l2 != l2_) {
     ++skipped_["L2 " + (l2.empty() ? std::string("unknown") : l2) + " (catalog: " + l2_ + ")"];
+    return;
+  }
+  // "device/cold/g20/rated": times rescaled to the rated clock (reward.clock_basis); the catalog
+  // holds times as run, what the exported library's callers get.
+  if (mode.size() > 3 && mode[3] != "as_run") {
+    ++skipped_[mode[3] + "-clock times (catalog: as run)"];
     return;
   }
   const std::string ref = catalog_reference(s.backend);

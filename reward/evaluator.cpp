@@ -142,9 +142,12 @@ struct Evaluator::Impl {
   }
 
   std::map<std::string, int64_t> evals_since_check;  // per baseline key: for re-checks
-  // The timing settings baselines are stored under: mode, L2 state and graph length.
+  // The timing settings baselines are stored under: mode, L2 state, graph length and (when not
+  // as run) the clock basis.
   std::string timing_key() const {
-    return cfg.timing + "/" + cfg.l2 + (cfg.timing == "device" ? "/g" + std::to_string(cfg.graph_calls) : "");
+    if (cfg.timing != "device") return cfg.timing + "/" + cfg.l2;
+    return cfg.timing + "/" + cfg.l2 + "/g" + std::to_string(cfg.graph_calls) +
+           (cfg.clock_basis == "as_run" ? "" : "/" + cfg.clock_basis);
   }
 
   nlohmann::json profile(const fs::path& so, const TaskSpec& task, int dev) {
@@ -297,8 +300,8 @@ std::string Evaluator::settings_fingerprint() const {
                       {"max_rounds", c.max_rounds},
                       {"timing_budget_ms", c.timing_budget_ms},
                       {"baseline_recheck_every", c.baseline_recheck_every}};
-  // Added after stores were written: in the fingerprint only when set, so results cached with
-  // the rule off keep their fingerprint.
+  // Added after stores were written: in the fingerprint only when not as_run, so results cached
+  // before it (all as run) keep their fingerprint.
   if (c.timing == "device" && c.clock_basis != "as_run") j["clock_basis"] = c.clock_basis;
   return content_hash(j.dump()).substr(0, 16);
 }

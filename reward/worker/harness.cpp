@@ -95,7 +95,10 @@ nlohmann::json stats_json(const ContenderTimes& t, const std::string& mode, cons
   s.timing = mode;
   if (!t.call_us.empty()) s.call_median_us = timing_stats(t.call_us).median_us;
   if (!rated.empty()) {
-    s.clock_mhz = timing_stats(t.clock_mhz).median_us;  // a median, in MHz
+    std::vector<double> known;
+    for (double f : t.clock_mhz)
+      if (f > 0) known.push_back(f);
+    s.clock_mhz = timing_stats(known).median_us;  // a median, in MHz
     s.as_run_median_us = timing_stats(t.samples_us).median_us;
     s.rated_median_us = timing_stats(rated).median_us;
   }

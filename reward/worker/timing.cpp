@@ -43,8 +43,9 @@ nlohmann::json take_probes() {
 
 std::vector<double> rated_samples(const ContenderTimes& t, double rated_mhz) {
   std::vector<double> out;
-  if (rated_mhz <= 0 || t.clock_mhz.empty() || t.clock_mhz.size() != t.samples_us.size()) return out;
-  for (size_t i = 0; i < t.samples_us.size(); ++i) out.push_back(t.samples_us[i] * t.clock_mhz[i] / rated_mhz);
+  if (rated_mhz <= 0 || t.clock_mhz.size() != t.samples_us.size()) return out;
+  for (size_t i = 0; i < t.samples_us.size(); ++i)
+    if (t.clock_mhz[i] > 0) out.push_back(t.samples_us[i] * t.clock_mhz[i] / rated_mhz);
   return out;
 }
 
@@ -189,11 +190,13 @@ TimingOutcome time_contenders(Backend& be, std::vector<Contender> cs, const Timi
                           plan.max_rounds);
   const int verify_every = std::max(1, rounds / std::max(1, plan.verify_rounds));
   int verified = 0;
-  // A sample and, in device mode, the SM clock its replay ran at (all or none per contender).
+  // A sample and, in device mode on a backend with clocks, the SM clock its replay ran at (0
+  // where that replay's stamps gave none: rated_samples leaves it out).
+  const bool clocks = device && be.max_clock_mhz() > 0;
   auto sample = [&](size_t c, bool verify) {
     unit_clock = 0;
     const double us = timed_unit(c, verify);
-    if (device && unit_clock > 0) out.times[c].clock_mhz.push_back(unit_clock);
+    if (clocks) out.times[c].clock_mhz.push_back(unit_clock);
     return us;
   };
 

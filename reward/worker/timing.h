@@ -59,7 +59,7 @@ struct ContenderTimes {
   std::string name;
   std::vector<double> samples_us;  // in the plan's mode
   std::vector<double> call_us;     // device mode: eager per-call times from the same rounds
-  std::vector<double> clock_mhz;   // device mode (GPU): the SM clock each sample's replay ran at
+  std::vector<double> clock_mhz;   // device mode (GPU): the SM clock each sample's replay ran at (0: unknown)
 };
 
 struct TimingOutcome {
@@ -71,9 +71,9 @@ struct TimingOutcome {
 
 using Tick = std::function<void(const std::string&)>;
 
-// A contender's samples rescaled to the rated SM clock: t * f_measured / f_rated for each
-// (the replay's cycles at the rated clock). Empty where the clocks are unknown (host backend,
-// call/server mode, rated_mhz <= 0).
+// A contender's samples rescaled to the rated SM clock: t * f_measured / f_rated for each whose
+// clock is known (the replay's cycles at the rated clock). Empty where no clock is known (host
+// backend, call/server mode, rated_mhz <= 0).
 std::vector<double> rated_samples(const ContenderTimes& t, double rated_mhz);
 // The samples a clock basis ranks by: rated ones for "rated" where known, else the as-run ones.
 std::vector<double> basis_samples(const ContenderTimes& t, const std::string& basis, double rated_mhz);

@@ -22,6 +22,7 @@ struct Row {
   double cand_us, ref_us;
   std::string timing = "device", l2 = "cold";
   EvalStatus status = EvalStatus::ok;
+  std::string basis = "";  // "rated": stored under the rated-clock timing key
 };
 
 void store_rows(const fs::path& path, const std::string& backend, const std::string& gpu,
@@ -46,13 +47,14 @@ void store_rows(const fs::path& path, const std::string& backend, const std::str
       t.median_us = row.ref_us * 0.9;  // lt-auto-max: the faster layout
       r.baselines["lt-auto-max"] = t;
     }
-    store.add_result(r, row.source, backend, gpu, row.timing + "/" + row.l2 + "/g20", "s");
+    store.add_result(r, row.source, backend, gpu,
+                     row.timing + "/" + row.l2 + "/g20" + (row.basis.empty() ? "" : "/" + row.basis), "s");
   }
 }
 
 const std::string kSrcA = "// kernel A\n", kSrcB = "// kernel B\n", kSrcC = "// kernel C\n",
                   kSrcD = "// kernel D\n", kSrcE = "// kernel E\n", kSrcF = "// kernel F\n",
-                  kSrcG = "// kernel G\n";
+                  kSrcG = "// kernel G\n", kSrcH = "// kernel H\n";
 
 std::vector<Row> host_rows() {
   return {
@@ -63,6 +65,8 @@ std::vector<Row> host_rows() {
       {"hgemm_32x40x64_nn", kSrcE, 1.0, 12.0, "device", "cold", EvalStatus::wrong_answer},
       {"hgemm_32x40x64_nn", kSrcF, 1.0, 12.0, "call"},
       {"hgemm_32x40x64_nn", kSrcG, 1.0, 12.0, "device", "hot"},
+      // Times rescaled to the rated clock (reward.clock_basis: rated) are not as-run times.
+      {"hgemm_32x40x64_nn", kSrcH, 1.0, 12.0, "device", "cold", EvalStatus::ok, "rated"},
       // 64x64x64 nn: C evaluated three times (1.5x, 0.9x, 0.95x: median 0.95x) loses to D's
       // single 1.1x; C's luckiest draw does not decide.
       {"hgemm_64x64x64_nn", kSrcC, 10.0, 15.0},
@@ -107,7 +111,7 @@ TEST(Catalog, BuildPicksTheBestMedianSpeedupPerKeyAndLeavesOutWhatDoesNotCount) 
   EXPECT_DOUBLE_EQ(e.time.call_us, 15.0);
   EXPECT_DOUBLE_EQ(e.baselines.at("torch").device_us, 12.0);
   EXPECT_EQ(e.evaluations, 1);
-  EXPECT_EQ(e.competitors, 2);  // A and B; E, F, G never competed
+  EXPECT_EQ(e.competitors, 2);  // A and B; E, F, G, H never competed
   EXPECT_EQ(e.mode, "device/cold/g20");
 
   const CatalogEntry& d = c.entries[2];
@@ -120,6 +124,7 @@ TEST(Catalog, BuildPicksTheBestMedianSpeedupPerKeyAndLeavesOutWhatDoesNotCount) 
   EXPECT_EQ(c.skipped.at("failed (wrong_answer)"), 1);
   EXPECT_EQ(c.skipped.at("call-mode timing (only device time counts)"), 2);
   EXPECT_EQ(c.skipped.at("L2 hot (catalog: cold)"), 1);
+  EXPECT_EQ(c.skipped.at("rated-clock times (catalog: as run)"), 1);
   EXPECT_EQ(c.skipped.at("not an HGEMM task"), 1);
   ASSERT_EQ(c.inputs.size(), 1u);
 
