@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <random>
+#include <set>
 
 #include "common/error.h"
 #include "common/hash.h"
@@ -50,20 +51,41 @@ struct Scored {
   EvalResult result;         // empty when the response held no code
 };
 
-// Seeds an empty exemplar pool with evaluated kernel-family variants (step 0): n of them taken
+// The kernel-family variants that seed an empty exemplar pool (step 0): n of them taken
 // round-robin over the families that offer the task, each family's variants in an order seeded
 // by the task name, so the first prompts show the range of families, not one family's first few.
-void seed_pool(ExemplarStore& pool, Evaluator& ev, const TaskSpec& task, int64_t n) {
-  if (n <= 0 || pool.size(task.name) > 0) return;
+std::vector<std::string> seed_sources(Evaluator& ev, const TaskSpec& task, int64_t n) {
   auto variants = variants_for_task(task, ev.backend() == "gpu" ? "cuda" : "host", ev.arch());
-  if (variants.empty()) return;
   std::map<std::string, std::vector<KernelVariant>> by_family;  // shuffled in name order
   for (auto& v : variants) by_family[v.family].push_back(std::move(v));
   std::vector<std::vector<KernelVariant>> pools;
   for (auto& [family, members] : by_family) pools.push_back(std::move(members));
   std::vector<std::string> sources;
+  if (n <= 0 || pools.empty()) return sources;
   for (auto& v : round_robin_variants(std::move(pools), n, fnv1a(task.name), /*wrap=*/false))
     sources.push_back(std::move(v.source));
+  return sources;
+}
+
+// Compiles, in one parallel batch, the seed variants of every task among `tasks` whose pool is
+// still empty, so that seeding them one task at a time (seed_pool) only loads and times: on a
+// GPU, CUTLASS and wgmma variants compile for tens of seconds each, and one batch per task left
+// most cores idle behind each task's slowest compile.
+void precompile_seeds(ExemplarStore& pool, Evaluator& ev, const std::vector<TaskSpec>& tasks, int64_t n) {
+  std::vector<std::string> all;
+  std::set<std::string> seen;
+  for (const auto& task : tasks) {
+    if (n <= 0 || pool.size(task.name) > 0 || !seen.insert(task.name).second) continue;
+    for (auto& s : seed_sources(ev, task, n)) all.push_back(std::move(s));
+  }
+  if (!all.empty()) ev.precompile(all);
+}
+
+// Seeds an empty exemplar pool with the evaluated seed variants (seed_sources).
+void seed_pool(ExemplarStore& pool, Evaluator& ev, const TaskSpec& task, int64_t n) {
+  if (n <= 0 || pool.size(task.name) > 0) return;
+  const std::vector<std::string> sources = seed_sources(ev, task, n);
+  if (sources.empty()) return;
   auto results = ev.evaluate(task, sources);
   for (size_t i = 0; i < results.size(); ++i)
     if (results[i].passed()) pool.add(task.name, {results[i].hash, sources[i], results[i].reward}, 0);
@@ -175,14 +197,23 @@ class RlStage {
     const int64_t B = prompts_per_step();
     const int64_t n = static_cast<int64_t>(tasks_.size());
     std::mt19937_64 extra(mix(seed, 0x5eed + round));
-    std::vector<PromptGroup> groups;
+    std::vector<const TaskSpec*> picked;
     for (int64_t j = 0; j < count; ++j) {
       const int64_t g = step * B + j;
       std::vector<int64_t> perm(n);
       for (int64_t i = 0; i < n; ++i) perm[i] = i;
       std::mt19937_64 prng(mix(static_cast<uint64_t>(job_.run.seed), g / n));
       std::shuffle(perm.begin(), perm.end(), prng);
-      const TaskSpec& task = round == 0 ? tasks_[perm[g % n]] : tasks_[extra() % n];
+      picked.push_back(round == 0 ? &tasks_[perm[g % n]] : &tasks_[extra() % n]);
+    }
+    if (dist::is_main()) {
+      std::vector<TaskSpec> unseeded;
+      for (const TaskSpec* t : picked) unseeded.push_back(*t);
+      precompile_seeds(*exemplars_, *evaluator_, unseeded, ro_.seed_exemplars);
+    }
+    std::vector<PromptGroup> groups;
+    for (int64_t j = 0; j < count; ++j) {
+      const TaskSpec& task = *picked[j];
       if (dist::is_main()) seed_pool(*exemplars_, *evaluator_, task, ro_.seed_exemplars);
       if (dist::group()) dist::group()->barrier();  // the pool's one writer is rank 0
       std::mt19937_64 erng(mix(seed, round * 100003 + j));
