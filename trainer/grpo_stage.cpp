@@ -206,10 +206,10 @@ class RlStage {
       std::shuffle(perm.begin(), perm.end(), prng);
       picked.push_back(round == 0 ? &tasks_[perm[g % n]] : &tasks_[extra() % n]);
     }
-    if (dist::is_main()) {
-      std::vector<TaskSpec> unseeded;
-      for (const TaskSpec* t : picked) unseeded.push_back(*t);
-      precompile_seeds(*exemplars_, *evaluator_, unseeded, ro_.seed_exemplars);
+    if (dist::is_main()) {  // this step's tasks whose pools are empty: their seeds in one batch
+      std::vector<TaskSpec> step_tasks;
+      for (const TaskSpec* t : picked) step_tasks.push_back(*t);
+      precompile_seeds(*exemplars_, *evaluator_, step_tasks, ro_.seed_exemplars);
     }
     std::vector<PromptGroup> groups;
     for (int64_t j = 0; j < count; ++j) {
