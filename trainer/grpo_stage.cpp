@@ -67,28 +67,28 @@ std::vector<std::string> seed_sources(Evaluator& ev, const TaskSpec& task, int64
   return sources;
 }
 
-// Compiles, in one parallel batch, the seed variants of every task among `tasks` whose pool is
-// still empty, so that seeding them one task at a time (seed_pool) only loads and times: on a
-// GPU, CUTLASS and wgmma variants compile for tens of seconds each, and one batch per task left
-// most cores idle behind each task's slowest compile.
-void precompile_seeds(ExemplarStore& pool, Evaluator& ev, const std::vector<TaskSpec>& tasks, int64_t n) {
-  std::vector<std::string> all;
+// Seeds the empty exemplar pools of `tasks` with their evaluated seed variants. All of them
+// compile first in one parallel batch, then each task's are evaluated (loaded from the compile
+// cache): on a GPU, CUTLASS and wgmma variants compile for tens of seconds each, and one batch
+// per task left most cores idle behind each task's slowest compile.
+void seed_pools(ExemplarStore& pool, Evaluator& ev, const std::vector<const TaskSpec*>& tasks, int64_t n) {
+  if (n <= 0) return;
+  std::vector<std::pair<const TaskSpec*, std::vector<std::string>>> todo;
   std::set<std::string> seen;
-  for (const auto& task : tasks) {
-    if (n <= 0 || pool.size(task.name) > 0 || !seen.insert(task.name).second) continue;
-    for (auto& s : seed_sources(ev, task, n)) all.push_back(std::move(s));
+  std::vector<std::string> all;
+  for (const TaskSpec* task : tasks) {
+    if (pool.size(task->name) > 0 || !seen.insert(task->name).second) continue;
+    std::vector<std::string> sources = seed_sources(ev, *task, n);
+    if (sources.empty()) continue;
+    all.insert(all.end(), sources.begin(), sources.end());
+    todo.emplace_back(task, std::move(sources));
   }
-  if (!all.empty()) ev.precompile(all);
-}
-
-// Seeds an empty exemplar pool with the evaluated seed variants (seed_sources).
-void seed_pool(ExemplarStore& pool, Evaluator& ev, const TaskSpec& task, int64_t n) {
-  if (n <= 0 || pool.size(task.name) > 0) return;
-  const std::vector<std::string> sources = seed_sources(ev, task, n);
-  if (sources.empty()) return;
-  auto results = ev.evaluate(task, sources);
-  for (size_t i = 0; i < results.size(); ++i)
-    if (results[i].passed()) pool.add(task.name, {results[i].hash, sources[i], results[i].reward}, 0);
+  if (todo.size() > 1) ev.precompile(all);
+  for (const auto& [task, sources] : todo) {
+    auto results = ev.evaluate(*task, sources);
+    for (size_t i = 0; i < results.size(); ++i)
+      if (results[i].passed()) pool.add(task->name, {results[i].hash, sources[i], results[i].reward}, 0);
+  }
 }
 
 // Wall-clock split of one step (seconds), logged with the metrics.
@@ -206,16 +206,11 @@ class RlStage {
       std::shuffle(perm.begin(), perm.end(), prng);
       picked.push_back(round == 0 ? &tasks_[perm[g % n]] : &tasks_[extra() % n]);
     }
-    if (dist::is_main()) {  // this step's tasks whose pools are empty: their seeds in one batch
-      std::vector<TaskSpec> step_tasks;
-      for (const TaskSpec* t : picked) step_tasks.push_back(*t);
-      precompile_seeds(*exemplars_, *evaluator_, step_tasks, ro_.seed_exemplars);
-    }
+    if (dist::is_main()) seed_pools(*exemplars_, *evaluator_, picked, ro_.seed_exemplars);
+    if (dist::group()) dist::group()->barrier();  // the pool's one writer is rank 0
     std::vector<PromptGroup> groups;
     for (int64_t j = 0; j < count; ++j) {
       const TaskSpec& task = *picked[j];
-      if (dist::is_main()) seed_pool(*exemplars_, *evaluator_, task, ro_.seed_exemplars);
-      if (dist::group()) dist::group()->barrier();  // the pool's one writer is rank 0
       std::mt19937_64 erng(mix(seed, round * 100003 + j));
       PromptParts parts;
       parts.response_format = ro_.response_format;

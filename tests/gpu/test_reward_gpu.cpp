@@ -42,6 +42,18 @@ RewardConfig gpu_config(const testing::ScratchDir& dir) {
   return cfg;
 }
 
+// The general task `relu` on n f32 elements (data/task_ops.h).
+TaskSpec relu_task(const std::string& name, int64_t n) {
+  TaskSpec t;
+  t.name = name;
+  t.kind = "general";
+  t.op = "relu";
+  t.inputs = {{"x", {n}, "f32", "normal"}};
+  t.outputs = {{"y", {n}, "f32", "normal"}};
+  t.atol = t.rtol = 1e-5;
+  return t;
+}
+
 void print(const char* what, const EvalResult& r) {
   std::printf("[%s] %s %s/%s cand %.2f us (cv %.3f, n %lld) ref %s %.2f us speedup %.3f reward %.4f dev %.4g<=%.4g  %s\n",
               what, r.task.c_str(), status_name(r.status), r.check.c_str(), r.cand.median_us, r.cand.cv,
@@ -195,14 +207,7 @@ TEST(RewardGpu, GeneralTaskAgainstTheLibTorchReference) {
   REQUIRE_CUDA();
   testing::ScratchDir dir;
   Evaluator ev(gpu_config(dir), dir / "results.sqlite");
-  TaskSpec t;
-  t.name = "relu_gpu_test";
-  t.kind = "general";
-  t.op = "relu";
-  t.inputs = {{"x", {1 << 22}, "f32", "normal"}};
-  t.outputs = {{"y", {1 << 22}, "f32", "normal"}};
-  t.atol = t.rtol = 1e-5;
-  auto r = ev.evaluate_one(t, fixture("gpu_relu.cu"));
+  auto r = ev.evaluate_one(relu_task("relu_gpu_test", 1 << 22), fixture("gpu_relu.cu"));
   print("relu", r);
   ASSERT_EQ(r.status, EvalStatus::ok) << r.check << ": " << r.reason;
   EXPECT_EQ(r.reference, "torch");
@@ -221,13 +226,7 @@ TEST(RewardGpu, MeasuredClockMatchesACycleCountedKernel) {
   int khz = 0;
   ASSERT_EQ(cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, 0), cudaSuccess);
   const double rated_mhz = khz / 1000.0, spin_cycles = 4e6;
-  TaskSpec t;
-  t.name = "relu_spin_gpu_test";
-  t.kind = "general";
-  t.op = "relu";
-  t.inputs = {{"x", {1 << 16}, "f32", "normal"}};
-  t.outputs = {{"y", {1 << 16}, "f32", "normal"}};
-  t.atol = t.rtol = 1e-5;
+  const TaskSpec t = relu_task("relu_spin_gpu_test", 1 << 16);
   for (const std::string basis : {"as_run", "rated"}) {
     testing::ScratchDir dir;
     RewardConfig cfg = gpu_config(dir);
