@@ -126,7 +126,7 @@ void register_catalog(CLI::App& app) {
         if (!fs::is_directory(dir)) throw UserError("--kernels: " + dir + " is not a directory");
         fs::path store = b->store.empty() ? fs::path(dir) / "bench.sqlite" : fs::path(b->store);
         Evaluator ev(cfg, store);
-        const std::string mode = "device/" + cfg.l2 + "/g" + std::to_string(cfg.graph_calls);
+        const std::string mode = baseline_timing_key(cfg);
         Progress progress("catalog " + dir, static_cast<int64_t>(tasks.size()));
         DirEvalOptions opts;
         opts.general = true;

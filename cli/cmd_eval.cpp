@@ -70,6 +70,7 @@ void register_eval(CLI::App& app) {
     std::string kernel, shape, layout = "nn", timing = "device", baselines = "all", json;
     std::string backend = "auto", store, cache_dir, l2 = "cold", acc = "f32", reference;
     std::string sandbox = "auto";
+    std::vector<std::string> set;
     bool refresh = false, ncu = false, sanitizer = false;
   };
   auto o = std::make_shared<Opts>();
@@ -94,6 +95,9 @@ void register_eval(CLI::App& app) {
   sub->add_flag("--ncu", o->ncu, "collect ncu metrics (--clock-control none) if it passes");
   sub->add_flag("--sanitizer", o->sanitizer, "run compute-sanitizer memcheck if it passes");
   sub->add_option("--json", o->json, "also write the result as JSON");
+  sub->add_option("--set", o->set,
+                  "any reward setting, KEY=VALUE as in a config's reward: section (e.g. --set "
+                  "min_rounds=30); applied after the flags above");
   sub->callback([o] {
     RewardConfig cfg;
     cfg.backend = o->backend;
@@ -117,6 +121,13 @@ void register_eval(CLI::App& app) {
       if (std::find(allowed.begin(), allowed.end(), o->reference) == allowed.end())
         throw UserError("--reference: unknown baseline \"" + o->reference + "\"");
       cfg.baseline = o->reference;
+    }
+    if (!o->set.empty()) {
+      // Through the config struct itself: the same keys, checks and messages as a YAML file.
+      YAML::Node root = YAML::Load(reward_config_yaml(cfg));
+      cfg::apply_overrides(root, o->set);
+      cfg = RewardConfig{};
+      cfg::read(root, cfg);
     }
     int64_t m, n, k;
     parse_shape(o->shape, m, n, k);

@@ -10,7 +10,7 @@ namespace {
 const char* const kStatusNames[] = {"ok",           "screen_rejected", "compile_error",
                                     "compile_timeout", "load_error",    "launch_error",
                                     "wrong_answer", "crash",           "hang",
-                                    "cuda_error",   "sandbox_violation", "unsupported",
+                                    "cuda_error",   "sandbox_violation", "reward_hack", "unsupported",
                                     "internal_error"};
 }
 

@@ -25,6 +25,9 @@ enum class EvalStatus {
   cuda_error,       // sticky CUDA error (illegal address, ...): worker context restarted
   sandbox_violation,  // the OS sandbox stopped a call (new process, socket, write outside the
                       // scratch directory, ...) before it ran; `check` names the system call
+  reward_hack,      // the candidate tried to be paid for what its kernels did not earn: a forged
+                    // message on the runner's channel, work batched or deferred across a replay's
+                    // calls, device state left behind for later timings; `check` names it
   unsupported,      // the task kind is not supported by this build/backend
   internal_error,   // the evaluator itself failed; not the candidate's fault
 };

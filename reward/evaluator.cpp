@@ -90,6 +90,7 @@ std::vector<std::string> split_csv_line(const std::string& line) {
 
 struct Evaluator::Impl {
   RewardConfig cfg;
+  std::string settings_yaml;  // every reward.* field, as each worker request carries it
   std::unique_ptr<ResultStore> store;
   fs::path cache_dir;
   std::vector<std::unique_ptr<WorkerClient>> workers;
@@ -142,13 +143,56 @@ struct Evaluator::Impl {
   }
 
   std::map<std::string, int64_t> evals_since_check;  // per baseline key: for re-checks
-  // The timing settings baselines are stored under: mode, L2 state, graph length and (when not
-  // as run) the clock basis.
-  std::string timing_key() const {
-    if (cfg.timing != "device") return cfg.timing + "/" + cfg.l2;
-    return cfg.timing + "/" + cfg.l2 + "/g" + std::to_string(cfg.graph_calls) +
-           (cfg.clock_basis == "as_run" ? "" : "/" + cfg.clock_basis);
+  std::set<std::string> refreshed;                    // shapes re-measured under refresh_baselines
+
+  // A worker request: the settings every measurement depends on, fresh input seeds, the raw
+  // baselines to time and the known cuBLASLt autotune picks.
+  nlohmann::json request(const std::string& op, const TaskSpec& task, const std::vector<std::string>& baselines,
+                         const nlohmann::json& lt_algo) {
+    nlohmann::json req = {{"op", op},
+                          {"settings", settings_yaml},
+                          {"task", task_to_json(task)},
+                          {"lt_algo", lt_algo},
+                          {"baselines", baselines}};
+    static std::mutex seed_mu;
+    std::lock_guard<std::mutex> lock(seed_mu);
+    req["seed_base"] = seeds() >> 1;  // fresh inputs for every evaluation
+    return req;
   }
+
+  // The baselines `names` of `task` timed alone by worker 0 (no candidate in that request), into
+  // the store and `rows`. The only way baseline rows enter the store.
+  void measure_baselines(const TaskSpec& task, const BaselineKey& key, const std::vector<std::string>& names,
+                         std::map<std::string, BaselineRow>& rows) {
+    nlohmann::json known = nlohmann::json::object();
+    if (!cfg.refresh_baselines)
+      for (const std::string lay : {"nn", "tn"}) {
+        auto it = rows.find("lt-auto-" + lay);
+        if (it != rows.end() && it->second.algo >= 0) known[lay] = it->second.algo;
+      }
+    nlohmann::json res;
+    try {
+      res = workers[0]->evaluate(request("baselines", task, names, known));
+    } catch (const std::exception& e) {
+      res = {{"status", "internal_error"}, {"reason", e.what()}};
+    }
+    if (res.value("status", "") != "ok" || !res.contains("baselines")) {
+      KRL_LOG(warn) << "evaluator: baselines of " << task.name << " could not be measured: "
+                    << res.value("reason", std::string("?"));
+      return;
+    }
+    for (auto it = res["baselines"].begin(); it != res["baselines"].end(); ++it) {
+      BaselineRow row;
+      row.stats = timing_from_json(it.value());
+      row.algo = it.value().value("algo", int64_t{-1});
+      row.max_abs_dev = it.value().value("max_abs_dev", 0.0);
+      if (!row.stats.valid()) continue;
+      rows[it.key()] = row;
+      store->put_baseline(key, it.key(), row);
+    }
+  }
+  // The timing settings baselines are stored under (reward_config.h).
+  std::string timing_key() const { return baseline_timing_key(cfg); }
 
   nlohmann::json profile(const fs::path& so, const TaskSpec& task, int dev) {
     nlohmann::json m = nlohmann::json::object();
@@ -222,6 +266,7 @@ struct Evaluator::Impl {
 Evaluator::Evaluator(const RewardConfig& cfg, const fs::path& store_path, int first_device)
     : impl_(std::make_unique<Impl>()) {
   impl_->cfg = cfg;
+  impl_->settings_yaml = reward_config_yaml(cfg);
   impl_->first_device = first_device;
   if (cfg.min_rounds > cfg.max_rounds)
     throw ConfigError("reward.min_rounds: " + std::to_string(cfg.min_rounds) +
@@ -272,38 +317,8 @@ int Evaluator::precompile(const std::vector<std::string>& sources) {
 }
 
 std::string Evaluator::settings_fingerprint() const {
-  const RewardConfig& c = impl_->cfg;
   impl_->ensure_ready();  // the sandbox in force is known once the worker is up
-  // Everything that changes a verdict, a time or a reward (compile inputs are in the source
-  // hash already). Changing any of these misses cached results. The sandbox is in because a
-  // candidate that writes a file or forks passes without it and is a sandbox_violation with it;
-  // the parts in force count (landlock ABI versions do not: they change no verdict the filter
-  // would not give).
-  nlohmann::json j = {{"formula", 2},  // 2: the reward clipped into [failed_reward, speedup_clip]
-                      {"sandbox", impl_->sandbox_parts},
-                      {"timing", c.timing},
-                      {"l2", c.l2},
-                      {"graph_calls", c.timing == "device" ? c.graph_calls : 0},
-                      {"verify_rounds", c.timing == "device" ? c.verify_rounds : 0},
-                      {"stream_gate", c.stream_gate},
-                      {"server_gap_us", c.timing == "server" ? c.server_gap_us : 0},
-                      {"baseline", c.baseline},
-                      {"alpha", c.alpha},
-                      {"beta", c.beta},
-                      {"length_measure", c.length_measure},
-                      {"failed_reward", c.failed_reward},
-                      {"speedup_clip", c.speedup_clip},
-                      {"seeds", c.seeds},
-                      {"deviation_slack", c.deviation_slack},
-                      {"warmup", c.warmup},
-                      {"min_rounds", c.min_rounds},
-                      {"max_rounds", c.max_rounds},
-                      {"timing_budget_ms", c.timing_budget_ms},
-                      {"baseline_recheck_every", c.baseline_recheck_every}};
-  // Added after stores were written: in the fingerprint only when not as_run, so results cached
-  // before it (all as run) keep their fingerprint.
-  if (c.timing == "device" && c.clock_basis != "as_run") j["clock_basis"] = c.clock_basis;
-  return content_hash(j.dump()).substr(0, 16);
+  return kernelrl::settings_fingerprint(impl_->cfg, impl_->sandbox_parts);
 }
 
 std::optional<EvalResult> Evaluator::cached_result(const TaskSpec& task, const std::string& source) {
@@ -364,11 +379,13 @@ std::vector<EvalResult> Evaluator::evaluate(const TaskSpec& task, const std::vec
   std::vector<std::string> to_compile;
   for (size_t i : screened) to_compile.push_back(sources[i]);
 
-  // 2. Baselines. The reference is timed beside each candidate (interleaved, same mode), unless
-  //    reward.baseline_recheck_every > 0 and the store has it for this (device, shape, timing):
-  //    then it is re-timed beside a candidate every N-th evaluation of the shape, and a drift
-  //    beyond reward.baseline_drift is logged and the stored row replaced. Extras come from the
-  //    store when it has them, else the first candidate times them.
+  // 2. Baselines (docs/sandbox.md). The store holds only clean measurements: the baselines
+  //    timed alone, by a request that runs no candidate. A shape's missing rows (all of them with
+  //    reward.refresh_baselines) are measured that way first. The reference is also timed beside
+  //    each candidate, interleaved in the same rounds (unless reward.baseline_recheck_every > 0
+  //    says to take it from the store and re-time it beside a candidate every N-th evaluation of
+  //    the shape); an interleaved time is believed only within reward.baseline_drift of the
+  //    clean one (step 4).
   const std::string reference = rules.reference(cfg, gpu);
   const std::vector<std::string> ref_raw = rules.raw(reference, task, gpu);
   std::vector<std::string> wanted;
@@ -377,15 +394,26 @@ std::vector<EvalResult> Evaluator::evaluate(const TaskSpec& task, const std::vec
     else wanted.push_back(b);
   }
   const auto report = rules.report_names(gpu);
-  std::set<std::string> extra_raw;
+  std::vector<std::string> all_raw = ref_raw;
   for (const auto& b : wanted)
     if (std::find(report.begin(), report.end(), b) != report.end())
-      for (const auto& rb : rules.raw(b, task, gpu)) extra_raw.insert(rb);
+      for (const auto& rb : rules.raw(b, task, gpu))
+        if (std::find(all_raw.begin(), all_raw.end(), rb) == all_raw.end()) all_raw.push_back(rb);
   BaselineKey key = rules.key(task, im.device, im.driver, im.timing_key());
-  std::map<std::string, BaselineRow> cached = im.store->baselines(key);
   const std::string key_id = key.layout + "/" + std::to_string(key.m) + "x" + std::to_string(key.n) +
                              "x" + std::to_string(key.k);
-  bool ref_stored = !cfg.refresh_baselines && cfg.baseline_recheck_every > 0;
+  std::map<std::string, BaselineRow> cached = im.store->baselines(key);
+  {
+    std::vector<std::string> missing;
+    for (const auto& rb : all_raw)
+      if (cfg.refresh_baselines || !cached.count(rb) || !cached[rb].stats.valid()) missing.push_back(rb);
+    if (!missing.empty() && !screened.empty()) {
+      // refresh_baselines re-measures every row once per Evaluator and shape, not per batch.
+      if (cfg.refresh_baselines && !im.refreshed.insert(key_id).second) missing.clear();
+      if (!missing.empty()) im.measure_baselines(task, key, all_raw, cached);
+    }
+  }
+  bool ref_stored = cfg.baseline_recheck_every > 0;
   for (const auto& rb : ref_raw) ref_stored = ref_stored && cached.count(rb) && cached[rb].stats.valid();
   bool recheck = false;
   if (ref_stored) {
@@ -394,17 +422,11 @@ std::vector<EvalResult> Evaluator::evaluate(const TaskSpec& task, const std::vec
     if (recheck) n = 0;
   }
   std::vector<std::string> beside = ref_stored && !recheck ? std::vector<std::string>{} : ref_raw;
-  std::vector<std::string> first_list = beside;  // the first timed candidate also measures these
-  for (const auto& rb : extra_raw)
-    if ((cfg.refresh_baselines || !cached.count(rb)) &&
-        std::find(first_list.begin(), first_list.end(), rb) == first_list.end())
-      first_list.push_back(rb);
   nlohmann::json lt_algo = nlohmann::json::object();
-  if (!cfg.refresh_baselines)
-    for (const std::string lay : {"nn", "tn"}) {
-      auto it = cached.find("lt-auto-" + lay);
-      if (it != cached.end() && it->second.algo >= 0) lt_algo[lay] = it->second.algo;
-    }
+  for (const std::string lay : {"nn", "tn"}) {
+    auto it = cached.find("lt-auto-" + lay);
+    if (it != cached.end() && it->second.algo >= 0) lt_algo[lay] = it->second.algo;
+  }
 
   // 3. Compile in the pool while the workers (one thread each) take compiled candidates from
   //    a queue; a worker's timing stops the pool's compilers (quiet windows).
@@ -413,7 +435,6 @@ std::vector<EvalResult> Evaluator::evaluate(const TaskSpec& task, const std::vec
   std::condition_variable qcv;
   std::deque<std::pair<size_t, fs::path>> queue;
   bool compiling = true;
-  std::atomic<bool> extras_done{first_list.size() == beside.size()};
   auto on_compiled = [&](size_t j, const CompileOutcome& c) {
     EvalResult& r = out[screened[j]];
     r.compile_log = c.log;
@@ -442,30 +463,8 @@ std::vector<EvalResult> Evaluator::evaluate(const TaskSpec& task, const std::vec
         queue.pop_front();
       }
       auto started = Clock::now();
-      nlohmann::json req = {{"op", "eval"},
-                            {"so", so.string()},
-                            {"task", task_to_json(task)},
-                            {"seeds", cfg.seeds},
-                            {"slack", cfg.deviation_slack},
-                            {"timing", cfg.timing},
-                            {"l2", cfg.l2},
-                            {"warmup", cfg.warmup},
-                            {"min_rounds", cfg.min_rounds},
-                            {"max_rounds", cfg.max_rounds},
-                            {"graph_calls", cfg.graph_calls},
-                            {"verify_rounds", cfg.verify_rounds},
-                            {"stream_gate", cfg.stream_gate},
-                            {"budget_ms", cfg.timing_budget_ms},
-                            {"gap_us", cfg.server_gap_us},
-                            {"clock_basis", cfg.clock_basis},
-                            {"call_timeout_s", cfg.call_timeout_s},
-                            {"lt_algo", lt_algo}};
-      {
-        static std::mutex seed_mu;
-        std::lock_guard<std::mutex> lock(seed_mu);
-        req["seed_base"] = im.seeds() >> 1;  // fresh inputs for every evaluation
-      }
-      req["baselines"] = extras_done.load() ? beside : first_list;
+      nlohmann::json req = im.request("eval", task, beside, lt_algo);
+      req["so"] = so.string();
       nlohmann::json res;
       try {
         res = im.workers[w]->evaluate(req);
@@ -474,7 +473,6 @@ std::vector<EvalResult> Evaluator::evaluate(const TaskSpec& task, const std::vec
       }
       EvalResult& r = out[i];
       im.absorb(r, res, raw[i]);
-      if (raw[i].size() >= first_list.size()) extras_done = true;
       r.metrics["seed_base"] = req["seed_base"];
       r.metrics["worker_s"] = std::chrono::duration<double>(Clock::now() - started).count();
       if (r.passed() && gpu && (cfg.ncu || cfg.sanitizer)) {
@@ -509,40 +507,51 @@ std::vector<EvalResult> Evaluator::evaluate(const TaskSpec& task, const std::vec
   qcv.notify_all();
   for (auto& t : threads) t.join();
 
-  // 4. Baseline table of this shape: fresh measurements win over the store (and go into it);
-  //    a re-checked reference that drifted is logged.
-  std::map<std::string, BaselineRow> table = cached;
-  std::set<std::string> fresh;
-  for (const auto& m : raw)
-    for (const auto& [name, j] : m) {
-      if (fresh.count(name)) continue;
-      BaselineRow row;
-      row.stats = timing_from_json(j);
-      row.algo = j.value("algo", int64_t{-1});
-      row.max_abs_dev = j.value("max_abs_dev", 0.0);
-      if (!row.stats.valid()) continue;
-      auto old = cached.find(name);
-      if (recheck && old != cached.end() && old->second.stats.valid()) {
-        double drift = row.stats.median_us / old->second.stats.median_us - 1;
-        if (std::abs(drift) > cfg.baseline_drift) {
-          KRL_LOG(warn) << "evaluator: baseline " << name << " at " << task.name << " drifted "
-                        << drift * 100 << "% (" << old->second.stats.median_us << " -> "
-                        << row.stats.median_us << " us, " << cfg.timing << "): re-measured";
+  // 4. The reference each candidate is scored against. Its interleaved time (the ratio of times
+  //    measured in the same rounds cancels the device's drift) is believed when it lies within
+  //    reward.baseline_drift of the clean stored one. Otherwise the reference is re-measured
+  //    alone, now: if the clean time agrees with the interleaved one the device drifted (the
+  //    stored row is replaced); if not, the candidate is scored against the clean time.
+  std::map<std::string, TimingStats> table_stats;
+  for (const auto& [name, row] : cached) table_stats[name] = row.stats;
+  std::vector<std::map<std::string, TimingStats>> believed(sources.size());
+  for (size_t i = 0; i < sources.size(); ++i) {
+    if (!out[i].passed()) continue;
+    for (const auto& rb : ref_raw) {
+      auto it = raw[i].find(rb);
+      if (it == raw[i].end()) continue;
+      TimingStats mine = timing_from_json(it->second);
+      if (!mine.valid()) continue;
+      auto clean = table_stats.find(rb);
+      double drift = clean != table_stats.end() && clean->second.valid()
+                         ? mine.median_us / clean->second.median_us - 1
+                         : 0;
+      if (std::abs(drift) > cfg.baseline_drift) {
+        im.measure_baselines(task, key, ref_raw, cached);
+        for (const auto& [name, row] : cached) table_stats[name] = row.stats;
+        const TimingStats& now = table_stats[rb];
+        const double agree = now.valid() ? mine.median_us / now.median_us - 1 : 1;
+        out[i].metrics["baseline_check"] = {{"baseline", rb},
+                                            {"interleaved_us", mine.median_us},
+                                            {"stored_us", clean->second.median_us},
+                                            {"remeasured_us", now.median_us}};
+        if (std::abs(agree) > cfg.baseline_drift) {
+          KRL_LOG(warn) << "evaluator: " << rb << " at " << task.name << " timed beside a candidate ("
+                        << mine.median_us << " us) disagrees with a clean re-measurement (" << now.median_us
+                        << " us): the clean time is used";
+          mine = now;
         }
       }
-      table[name] = row;
-      fresh.insert(name);
-      im.store->put_baseline(key, name, row);
+      believed[i][rb] = mine;
     }
-  std::map<std::string, TimingStats> table_stats;
-  for (const auto& [name, row] : table) table_stats[name] = row.stats;
+  }
 
   // 5. Reward and store.
   for (size_t i = 0; i < sources.size(); ++i) {
     EvalResult& r = out[i];
-    // This candidate's own interleaved measurements first, the shape's table for the rest.
+    // This candidate's believed reference first, the shape's clean table for the rest.
     std::map<std::string, TimingStats> mine = table_stats;
-    for (const auto& [name, j] : raw[i]) mine[name] = timing_from_json(j);
+    for (const auto& [name, t] : believed[i]) mine[name] = t;
     for (const auto& name : report) {
       TimingStats st;
       if (pick(mine, rules.raw(name, task, gpu), st)) r.baselines[name] = st;
@@ -550,8 +559,7 @@ std::vector<EvalResult> Evaluator::evaluate(const TaskSpec& task, const std::vec
     r.reference = reference;
     if (r.passed()) {
       TimingStats ref_stats;
-      std::map<std::string, TimingStats> own;
-      for (const auto& [name, j] : raw[i]) own[name] = timing_from_json(j);
+      const std::map<std::string, TimingStats>& own = believed[i];
       bool have_ref = pick(own, ref_raw, ref_stats) || (ref_stored && pick(table_stats, ref_raw, ref_stats));
       if (!have_ref || !r.cand.valid()) {
         r.status = EvalStatus::internal_error;

@@ -48,9 +48,9 @@ class Evaluator {
   // The stored result of `source` on `task` under the current settings (device, backend and
   // settings_fingerprint()), if any: changing any reward setting misses.
   std::optional<EvalResult> cached_result(const TaskSpec& task, const std::string& source);
-  // Hash of the resolved settings that determine a result (timing, l2, baseline, α, β, clips,
-  // check settings, the sandbox parts in force), part of the results store's cache key. Starts
-  // the worker if needed.
+  // Hash of the resolved settings that determine a result (every reward.* field that can change
+  // a verdict, a time or a reward, the sandbox parts in force, the protocol version: reward_config.h),
+  // part of the results store's cache key. Starts the worker if needed.
   std::string settings_fingerprint() const;
   // Compiles `sources` into the compile cache (in parallel) without running them; returns how
   // many compiled. For callers that evaluate many small batches (one per task): a later

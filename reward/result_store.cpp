@@ -1,5 +1,7 @@
 #include "reward/result_store.h"
 
+#include <tuple>
+
 #include <sqlite3.h>
 
 #include <stdexcept>
@@ -177,6 +179,24 @@ std::map<std::string, BaselineRow> ResultStore::baselines(const BaselineKey& key
     out[s.text(0)] = row;
   }
   return out;
+}
+
+void ResultStore::for_each_baseline(
+    const std::function<void(const BaselineKey&, const std::string&, const BaselineRow&)>& fn) {
+  std::vector<std::tuple<BaselineKey, std::string, BaselineRow>> rows;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    Stmt s(db_, "SELECT gpu, driver, m, n, k, layout, mode, name, stats_json, algo, max_abs_dev FROM baselines");
+    while (s.step()) {
+      BaselineKey key{s.text(0), s.text(1), s.integer(2), s.integer(3), s.integer(4), s.text(5), s.text(6)};
+      BaselineRow row;
+      row.stats = timing_from_json(nlohmann::json::parse(s.text(8)));
+      row.algo = s.integer(9);
+      row.max_abs_dev = s.real(10);
+      rows.emplace_back(key, s.text(7), row);
+    }
+  }
+  for (const auto& [key, name, row] : rows) fn(key, name, row);
 }
 
 void ResultStore::put_baseline(const BaselineKey& key, const std::string& name,

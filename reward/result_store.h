@@ -65,6 +65,9 @@ class ResultStore {
 
   std::map<std::string, BaselineRow> baselines(const BaselineKey& key);
   void put_baseline(const BaselineKey& key, const std::string& name, const BaselineRow& row);
+  // Every stored baseline row, whatever its key.
+  void for_each_baseline(
+      const std::function<void(const BaselineKey&, const std::string& name, const BaselineRow&)>& fn);
 
   // Passing candidates of `task`, highest reward first (for contrastive exemplars).
   std::vector<StoredCandidate> successful(const std::string& task, int limit = 100);

@@ -4,6 +4,7 @@
 // The evaluator itself is reward/evaluator.h; this header only holds its knobs.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -142,5 +143,27 @@ struct RewardConfig {
     v.field("sanitizer", sanitizer, "compute-sanitizer memcheck for passing candidates");
   }
 };
+
+// One reward.* field as visit() lists it: its key, its value rendered canonically (what the
+// fingerprint hashes), its type and its allowed values.
+struct RewardField {
+  std::string key, value, type;
+  cfg::Bounds bounds;
+  std::vector<std::string> choices;
+};
+std::vector<RewardField> reward_fields(const RewardConfig& c);
+
+// The fields that change no verdict, time or reward, each with why; every other field is part
+// of the results fingerprint.
+const std::map<std::string, std::string>& fingerprint_exempt_fields();
+// The results-cache fingerprint: every non-exempt field, the sandbox parts in force and the
+// evaluation protocol's version. Results are reused only under the same fingerprint.
+std::string settings_fingerprint(const RewardConfig& c, const std::string& sandbox_parts);
+// The timing settings baselines are stored under ("device/cold/g20", "device/cold/g20/rated",
+// "call/cold"): the evaluator's store key and the catalog's.
+std::string baseline_timing_key(const RewardConfig& c);
+// The settings as the worker receives them (the YAML of every field) and back.
+std::string reward_config_yaml(const RewardConfig& c);
+RewardConfig reward_config_from_yaml(const std::string& text);  // throws ConfigError
 
 }  // namespace kernelrl

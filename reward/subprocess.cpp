@@ -212,7 +212,7 @@ RunResult run_process(const std::vector<std::string>& argv, double timeout_s,
 ChildProcess::~ChildProcess() { kill_and_reap(); }
 
 void ChildProcess::start(const std::vector<std::string>& argv, const std::string& stderr_path,
-                         const std::vector<std::string>& extra_env) {
+                         const std::vector<std::string>& extra_env, int pass_fd) {
   kill_and_reap();
   int to_child[2], from_child[2];
   if (::pipe2(to_child, O_CLOEXEC) != 0 || ::pipe2(from_child, O_CLOEXEC) != 0)
@@ -223,6 +223,9 @@ void ChildProcess::start(const std::vector<std::string>& argv, const std::string
   posix_spawn_file_actions_adddup2(&fa, from_child[1], 1);
   posix_spawn_file_actions_addopen(&fa, 2, stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
                                    0644);
+  if (pass_fd >= 0) posix_spawn_file_actions_adddup2(&fa, pass_fd, 3);
+  // Descriptors without FD_CLOEXEC (a library's, the parent's own channel) stay behind.
+  posix_spawn_file_actions_addclosefrom_np(&fa, pass_fd >= 0 ? 4 : 3);
   try {
     pid_ = spawn(argv, &fa, extra_env);
   } catch (...) {

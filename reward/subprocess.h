@@ -41,8 +41,9 @@ class ChildProcess {
   ChildProcess(const ChildProcess&) = delete;
   ChildProcess& operator=(const ChildProcess&) = delete;
 
+  // `pass_fd` >= 0 reaches the child as its fd 3; no other descriptor of this process does.
   void start(const std::vector<std::string>& argv, const std::string& stderr_path,
-             const std::vector<std::string>& extra_env = {});
+             const std::vector<std::string>& extra_env = {}, int pass_fd = -1);
   bool running() const { return pid_ > 0; }
   pid_t pid() const { return pid_; }
   void write_line(const std::string& line);  // throws std::runtime_error if the pipe is broken

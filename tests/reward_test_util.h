@@ -1,6 +1,6 @@
 // A host-backend RewardConfig sized for tests: few seeds and timing rounds, hot L2, its own
 // compile cache in a scratch directory. Tests adjust single fields on top. And the misbehaving
-// candidates of the sandbox tests (unit and gpu).
+// candidates of the sandbox and reward-integrity tests (unit and gpu).
 #pragma once
 
 #include <filesystem>
@@ -38,6 +38,18 @@ inline std::string misbehaving_candidate(int hostile, const std::filesystem::pat
          "  misbehave_once();\n"
          "  return correct_launch(a, s);\n"
          "}\n";
+}
+
+// `kernel` (a correct candidate) whose every call first writes a forged result line to every
+// pipe it holds (tests/data/kernels/forged_line.h), then computes, or (`compute` false) returns
+// without computing.
+inline std::string forging_candidate(const std::string& kernel, bool compute) {
+  return read_text(std::string(KERNELRL_SOURCE_DIR) + "/tests/data/kernels/forged_line.h") +
+         "#define kernelrl_launch correct_launch\n" + kernel +
+         "\n#undef kernelrl_launch\n"
+         "extern \"C\" int kernelrl_launch(const kernelrl_args* a, void* s) {\n"
+         "  kernelrl_fixture_forge_result_lines();\n" +
+         (compute ? "  return correct_launch(a, s);\n" : "  (void)a;\n  (void)s;\n  return 0;\n") + "}\n";
 }
 
 }  // namespace kernelrl::testing

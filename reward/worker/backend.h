@@ -80,6 +80,10 @@ class Backend {
   virtual void clock_stamp(size_t i) {}
   virtual double clock_mhz(size_t a, size_t b) { return 0; }
   virtual double max_clock_mhz() const { return 0; }
+  // Device-global state a candidate could leave for later timings (GPU: an L2 set-aside for
+  // persisting accesses, cudaLimitPersistingL2CacheSize, and its persisting lines): reset to the
+  // default; returns the set-aside in bytes that was found (0: nothing was left).
+  virtual size_t reset_device_state() { return 0; }
   // Untimed, on the stream: evicts the L2 (writes a buffer twice its size).
   virtual void flush_l2() = 0;
   // Diagnostic: the device time per launch of a small built-in kernel, 20 launches in a graph,

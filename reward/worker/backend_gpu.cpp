@@ -244,6 +244,15 @@ class GpuBackend final : public Backend {
     return mhz[mhz.size() / 2];
   }
   double max_clock_mhz() const override { return clock_hz_ / 1e6; }
+  size_t reset_device_state() override {
+    // Devices without a persisting L2 (before Ampere) refuse these calls: nothing to reset.
+    size_t persisting = 0;
+    if (cudaDeviceGetLimit(&persisting, cudaLimitPersistingL2CacheSize) != cudaSuccess) persisting = 0;
+    if (persisting > 0) cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, 0);
+    cudaCtxResetPersistingL2Cache();
+    cudaGetLastError();
+    return persisting;
+  }
   void flush_l2() override {
     cudaError_t e = cudaMemsetAsync(flush_, ++flush_value_, flush_bytes_, stream_);
     if (e != cudaSuccess) fatal(e, "flushing the L2");

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <limits>
 #include <chrono>
+#include <numeric>
 #include <optional>
 #include <random>
 #include <utility>
@@ -17,6 +18,7 @@
 #include "reward/eval_result.h"
 #include "reward/task_json.h"
 #include "reward/worker/baselines.h"
+#include "reward/worker/candidate.h"
 #include "reward/worker/task_kind.h"
 
 #ifdef KERNELRL_HAVE_CUDA
@@ -35,6 +37,13 @@ constexpr int64_t kWorkspaceGuardBytes = 1 << 20;   // guard band behind (and a 
 constexpr int64_t kAlign = 256;                     // buffer offsets keep 256-byte alignment
 constexpr double kStaleFraction = 0.5;              // > this share unchanged/unwritten = stale
 constexpr double kSetMemoryShare = 0.4;             // timing sets may take this share of free memory
+// Host backend: the shared region for candidate-visible buffers (sparse: only what is used is
+// backed by memory).
+constexpr uint64_t kHostArenaBytes = 16ull << 30;
+// Call-boundary verification (GPU device mode): the calls of a replay whose outputs are
+// snapshotted right after their own call, at most (all of them where outputs are small).
+constexpr size_t kBoundarySnapshots = 4;
+constexpr int64_t kSnapshotAllBytes = 64 << 20;
 // Wall-clock cross-check: device-wide wall time may exceed stream events by launch and sync
 // overheads, never by more than this (work that escaped the stream shows up here).
 constexpr double kWallFactor = 2.0, kWallSlackUs = 100.0;
@@ -111,14 +120,21 @@ struct Harness::Impl {
   Backend& be;
   at::Device dev;
   HgemmBaselines baselines;
+  RunnerOptions runner_opts;
+  std::unique_ptr<HostArena> arena;  // host backend: where candidate-visible buffers live
   Guarded workspace;
   std::mt19937_64 rng{0x5eed};
   std::vector<void*> recent;  // data pointers of recent trials: new buffers must differ
   bool stream_gate = false;   // this evaluation's Opts::stream_gate
 
-  explicit Impl(Backend& b)
+  Impl(Backend& b, RunnerOptions ro)
       : be(b), dev(b.gpu() ? at::Device(at::kCUDA, b.device_index()) : at::Device(at::kCPU)),
-        baselines(b, dev) {
+        baselines(b, dev), runner_opts(std::move(ro)) {
+    if (!be.gpu()) {
+      arena = std::make_unique<HostArena>(kHostArenaBytes);
+      runner_opts.arena = arena.get();
+    }
+    ArenaScope in_arena(arena.get());
     // The fp32 reference must be true fp32 (no TF32).
     at::globalContext().setAllowTF32CuBLAS(false);
     at::globalContext().setFloat32MatmulPrecision("highest");
@@ -141,6 +157,7 @@ struct Harness::Impl {
     g.bytes = numel * static_cast<int64_t>(at::elementSize(dt));
     int64_t row = shape.empty() ? g.bytes : shape.back() * static_cast<int64_t>(at::elementSize(dt));
     g.guard = std::min<int64_t>(std::max<int64_t>(64 << 10, 2 * row), 16 << 20);
+    ArenaScope in_arena(arena.get());
     for (int attempt = 0; attempt < 16; ++attempt) {
       g.front = kAlign * static_cast<int64_t>(1 + rng() % 64);
       g.slab = at::empty({g.front + g.bytes + g.guard}, opts(at::kByte));
@@ -158,14 +175,32 @@ struct Harness::Impl {
     return g;
   }
 
-  void invoke(LaunchFn fn, const kernelrl_args& args) {
-    int rc = fn(&args, be.stream());
-    if (rc != 0) fail("nonzero_return", "kernelrl_launch returned " + std::to_string(rc), "launch_error");
+  // One call of the candidate on the stream (candidate.h: what its runner captured or ran).
+  void invoke(Candidate& cand, const kernelrl_args& args, const CallBuffers& bufs) {
     try {
+      cand.call(args, bufs);
       be.check_launch();
     } catch (const LaunchFailure& e) {
       fail("launch_failed", e.what(), "launch_error");
     }
+  }
+  static Range range_of(const void* p, int64_t bytes) {
+    const auto a = reinterpret_cast<uint64_t>(p);
+    return {a, a + static_cast<uint64_t>(bytes)};
+  }
+  CallBuffers buffers_of(const std::vector<Guarded>& ins, const std::vector<Guarded>& outs) const {
+    CallBuffers b;
+    for (const auto& g : ins) b.inputs.push_back(range_of(g.ptr(), g.bytes));
+    for (const auto& g : outs) b.outputs.push_back(range_of(g.ptr(), g.bytes));
+    b.workspace = range_of(workspace.ptr(), kWorkspaceBytes);
+    return b;
+  }
+  CallBuffers buffers_of(const Operands& s) const {
+    CallBuffers b;
+    for (const auto& x : s.inputs) b.inputs.push_back(range_of(x.data_ptr(), static_cast<int64_t>(x.nbytes())));
+    for (const auto& x : s.outputs) b.outputs.push_back(range_of(x.data_ptr(), static_cast<int64_t>(x.nbytes())));
+    b.workspace = range_of(workspace.ptr(), kWorkspaceBytes);
+    return b;
   }
 
   kernelrl_args make_args(const std::vector<void*>& ins, const std::vector<void*>& outs,
@@ -190,7 +225,7 @@ struct Harness::Impl {
 
   // One checked call: poison, guards, gate, call, snapshot what the stream produced, open the
   // gate, then the structural checks. Returns the outputs as the stream left them.
-  std::vector<at::Tensor> checked_call(LaunchFn fn, std::vector<Guarded>& ins, std::vector<Guarded>& outs,
+  std::vector<at::Tensor> checked_call(Candidate& cand, std::vector<Guarded>& ins, std::vector<Guarded>& outs,
                                        const std::vector<int64_t>& dims, double timeout_s) {
     std::vector<at::Tensor> clones, snaps;
     for (auto& g : ins) {
@@ -208,7 +243,7 @@ struct Harness::Impl {
     be.sync_device();
     if (stream_gate) be.gate_close(timeout_s);
     try {
-      invoke(fn, args);
+      invoke(cand, args, buffers_of(ins, outs));
       be.wait_stream(timeout_s);
       for (size_t i = 0; i < outs.size(); ++i)
         be.copy_on_stream(snaps[i].data_ptr(), outs[i].ptr(), static_cast<size_t>(outs[i].bytes));
@@ -264,6 +299,73 @@ struct Harness::Impl {
     return false;
   }
 
+  // Call boundaries (GPU device mode; docs/sandbox.md): a call's outputs must be complete when
+  // its own work ends, and computed from its inputs as they were when it ran. One untimed replay
+  // of the timed graph's calls, each set once, in which P's own nodes negate call i's floating
+  // inputs in place right before it (values no earlier call could have seen) and copy its outputs
+  // aside right after it, for every call where that is cheap or a random sample: work deferred to
+  // a later call leaves a snapshot unwritten, work done before its call leaves it wrong. The
+  // calls are the very graphs the timing replayed (captured once, candidate.h).
+  void verify_call_boundaries(Candidate& cand, TaskKind& kind, std::vector<Operands>& sets,
+                              const std::vector<kernelrl_args>& args, const std::vector<CallBuffers>& bufs,
+                              const Opts& o) {
+    const size_t n = std::min<size_t>(sets.size(), static_cast<size_t>(o.graph_calls));
+    if (n < 2) return;
+    int64_t out_bytes = 0;
+    for (const auto& x : sets[0].outputs) out_bytes += static_cast<int64_t>(x.nbytes());
+    const bool all = out_bytes * static_cast<int64_t>(n) <= kSnapshotAllBytes;
+    const int64_t passes = all ? 1 : std::max<int64_t>(1, o.verify_rounds);
+    for (int64_t pass = 0; pass < passes; ++pass) {
+      std::vector<size_t> pos(n);
+      std::iota(pos.begin(), pos.end(), size_t{0});
+      if (!all) {
+        std::shuffle(pos.begin(), pos.end(), rng);
+        pos.resize(std::min(kBoundarySnapshots, n));
+      }
+      std::vector<std::vector<at::Tensor>> snaps(n);
+      for (size_t i : pos)
+        for (const auto& x : sets[i].outputs) snaps[i].push_back(at::empty_like(x));
+      for (size_t i = 0; i < n; ++i)
+        for (auto& x : sets[i].outputs) poison(x);
+      be.sync_device();
+      size_t g = 0;
+      try {
+        g = be.capture([&] {
+          for (size_t i = 0; i < n; ++i) {
+            for (auto& x : sets[i].inputs)
+              if (at::isFloatingType(x.scalar_type())) x.neg_();
+            cand.call(args[i], bufs[i]);
+            for (size_t j = 0; j < snaps[i].size(); ++j) snaps[i][j].copy_(sets[i].outputs[j]);
+          }
+        });
+      } catch (const CaptureFailure& e) {
+        throw std::runtime_error(std::string("call-boundary verification: ") + e.what());
+      }
+      be.replay(g);
+      be.wait_stream(o.call_timeout_s * static_cast<double>(n));
+      be.clear_graphs();
+      be.sync_device();
+      for (size_t i : pos) {
+        const std::string at_call = "call " + std::to_string(i) + " of " + std::to_string(n);
+        for (size_t j = 0; j < snaps[i].size(); ++j)
+          if (int64_t left = unwritten_mask(snaps[i][j]).sum().item<int64_t>(); left > 0)
+            fail("cross_call_work",
+                 std::to_string(left) + " elements of output " + std::to_string(j) + " were still unwritten when " +
+                     at_call + " of a replay ended: its work was deferred to a later call",
+                 "reward_hack");
+        try {
+          kind.check(snaps[i], kind.reference(sets[i].inputs), sets[i].inputs, Draw::normal,
+                     at_call + " (boundary)", /*replay=*/true);
+        } catch (const CheckFailure& f) {
+          fail("cross_call_work",
+               "the outputs of " + at_call + " of a replay did not match its inputs as they were when it "
+               "ran (" + f.check + "): its work was done before its call, or batched with another's",
+               "reward_hack");
+        }
+      }
+    }
+  }
+
   std::vector<Guarded> new_outputs(TaskKind& kind) {
     std::vector<Guarded> outs;
     for (const auto& s : kind.output_shapes()) outs.push_back(make_guarded(s.sizes, s.dtype));
@@ -271,12 +373,19 @@ struct Harness::Impl {
   }
 
   // ------------------------------------------------------------------------ the protocol
-  nlohmann::json run(const TaskSpec& task, LaunchFn fn, const Opts& o, const Tick& tick) {
+  nlohmann::json run(const TaskSpec& task, const std::string& so, const Opts& o, const Tick& tick) {
     auto probe = [&](const std::string& where) { diag_probe(be, where); };
     probe("start");
     stream_gate = o.stream_gate;
     at::manual_seed(o.seed_base);
+    // Device state an earlier evaluation could have left (docs/sandbox.md): cleared first.
+    be.reset_device_state();
     auto kind = make_task_kind(task, be, dev, baselines, o);
+    // A fresh runner holds the candidate's host code (its static initializers run now); here only
+    // the work it enqueues runs (GPU), or the calls it makes on the arena (host).
+    Runner runner(runner_opts);
+    Candidate cand(be, runner, so, o.call_timeout_s);
+    tick("loaded");
     probe("kind made");
     nlohmann::json metrics = nlohmann::json::object();
     double max_dev = 0;
@@ -287,8 +396,8 @@ struct Harness::Impl {
       std::vector<Guarded> gin, gout = new_outputs(*kind);
       for (auto& x : ins) gin.push_back(guarded_copy(x));
       be.sync_device();
-      invoke(fn, make_args(ptrs(gin), ptrs(gout), kind->dims(ins)));
-      be.wait_stream(o.timeout_s);
+      invoke(cand, make_args(ptrs(gin), ptrs(gout), kind->dims(ins)), buffers_of(gin, gout));
+      be.wait_stream(o.call_timeout_s);
       be.sync_device();
     }
     tick("warm-up done");
@@ -302,7 +411,7 @@ struct Harness::Impl {
       auto v1 = kind->draw(first, nullptr);
       std::vector<Guarded> in1, out1 = new_outputs(*kind);
       for (auto& x : v1) in1.push_back(guarded_copy(x));
-      auto r1 = checked_call(fn, in1, out1, kind->dims(v1), o.timeout_s);
+      auto r1 = checked_call(cand, in1, out1, kind->dims(v1), o.call_timeout_s);
       ++trials;
       check_written(r1, tag + "first");
       auto ref1 = kind->reference(v1);
@@ -310,7 +419,7 @@ struct Harness::Impl {
       // (2) same buffers, new normal values: a result cached by pointer is stale here.
       auto v2 = kind->draw(Draw::normal, nullptr);
       for (size_t i = 0; i < v2.size(); ++i) in1[i].view.copy_(v2[i]);
-      auto r2 = checked_call(fn, in1, out1, kind->dims(v2), o.timeout_s);
+      auto r2 = checked_call(cand, in1, out1, kind->dims(v2), o.call_timeout_s);
       ++trials;
       if (any_stale(r2, r1))
         fail("cached_by_pointer",
@@ -324,7 +433,7 @@ struct Harness::Impl {
       auto v3 = kind->draw(Draw::perturbed, &v2);
       std::vector<Guarded> in3, out3 = new_outputs(*kind);
       for (auto& x : v3) in3.push_back(guarded_copy(x));
-      auto r3 = checked_call(fn, in3, out3, kind->dims(v3), o.timeout_s);
+      auto r3 = checked_call(cand, in3, out3, kind->dims(v3), o.call_timeout_s);
       ++trials;
       if (any_stale(r3, r2))
         fail("cached_by_value",
@@ -339,46 +448,40 @@ struct Harness::Impl {
     probe("checks");
 
     // ---- timing ----
-    std::vector<std::string> names = kind->timeable(o.baselines);
-    const int64_t set_bytes = std::max<int64_t>(1, kind->set_bytes(names));
-    auto info = be.info();
-    const bool device = o.timing == "device", cold = o.l2 == "cold";
-    int64_t n_sets = 2;  // call/server: values alternate between two sets (flushed when cold)
-    // Cold: every call of a replay its own set, also where fewer would keep L2 cold. Rotating
-    // over as few as keep 2x L2 between two uses of a set was tried (H100, 2026-11-24): it moved
-    // device times up from 3072^3 (4096^3 lt-auto +9.8 % over the standalone timer, cv 0.001 ->
-    // 0.03), likely the device's duty cycle with less refresh work between replays.
-    if (device) n_sets = cold ? o.graph_calls : 2;
-    if (!cold && static_cast<size_t>(2 * set_bytes) > info.l2_bytes) n_sets = 1;  // hot: fit L2
-    if (info.free_bytes > 0)
-      n_sets = std::clamp<int64_t>(static_cast<int64_t>(info.free_bytes * kSetMemoryShare) / set_bytes, 1, n_sets);
-    at::manual_seed(o.seed_base + 77);
-    std::vector<Operands> sets;
-    for (int64_t s = 0; s < n_sets; ++s) sets.push_back(kind->timing_set());
+    std::vector<std::string> names = kind->timeable(o.raw_baselines);
+    const bool device = o.timing == "device";
+    std::vector<Operands> sets = timing_sets(*kind, names, o, metrics);
     std::vector<kernelrl_args> cand_args;
+    std::vector<CallBuffers> set_bufs;
+    std::vector<Range> all_sets;
     for (const auto& s : sets) {
       std::vector<void*> in, out;
       for (const auto& x : s.inputs) in.push_back(x.data_ptr());
       for (const auto& x : s.outputs) out.push_back(x.data_ptr());
       cand_args.push_back(make_args(in, out, kind->dims(s.inputs)));
+      set_bufs.push_back(buffers_of(s));
+      for (const auto* rs : {&set_bufs.back().inputs, &set_bufs.back().outputs})
+        all_sets.insert(all_sets.end(), rs->begin(), rs->end());
     }
     be.sync_device();
+    // Every call the timing will make, captured now; then the runner is stopped for good, so
+    // nothing of the candidate runs while the worker times (GPU). The sets of a replay are each
+    // other's peers: a call that names another's buffers is cross_call_work.
+    cand.set_peers(all_sets);
+    for (size_t s = 0; s < sets.size(); ++s) cand.prepare(cand_args[s], set_bufs[s]);
+    if (be.gpu()) cand.release_runner();
+    if (const size_t persisting = be.reset_device_state(); persisting > 0)
+      fail("device_state",
+           "after the candidate's runner ended, " + std::to_string(persisting) +
+               " bytes of L2 were still set aside for persisting accesses "
+               "(cudaLimitPersistingL2CacheSize): reset, and the candidate refused",
+           "reward_hack");
+    metrics["captures"] = cand.captures();
     probe("timing sets");
-    metrics["set_bytes"] = set_bytes;
-    metrics["l2_bytes"] = info.l2_bytes;
 
-    TimingPlan plan;
-    plan.mode = o.timing;
-    plan.cold_l2 = cold;
-    plan.warmup = o.warmup;
-    plan.min_rounds = o.min_rounds;
-    plan.max_rounds = o.max_rounds;
-    plan.graph_calls = o.graph_calls;
-    plan.verify_rounds = o.verify_rounds;
-    plan.budget_ms = o.budget_ms;
-    plan.gap_us = o.gap_us;
-    plan.timeout_s = o.timeout_s;
-    plan.n_sets = static_cast<size_t>(n_sets);
+    TimingPlan plan = timing_plan(o, sets.size());
+    // Host: the runner does the work the worker times, so every replay's every output is checked.
+    plan.verify_every_replay = !be.gpu();
     TimingHooks hooks;
     hooks.refresh = [&](const std::vector<size_t>& idx) {
       for (size_t s : idx) kind->refresh(sets[s]);
@@ -394,7 +497,7 @@ struct Harness::Impl {
         for (size_t j = 0; j < idx.size(); ++j) {
           const Operands& s = sets[idx[j]];
           check_written(s.outputs, "timed replay, set " + std::to_string(idx[j]));
-          if (j == 0 || j + 1 == idx.size())
+          if (j == 0 || j + 1 == idx.size() || plan.verify_every_replay)
             kind->check(s.outputs, kind->reference(s.inputs), s.inputs, Draw::normal,
                         "timed replay, set " + std::to_string(idx[j]), /*replay=*/true);
         }
@@ -411,12 +514,23 @@ struct Harness::Impl {
     } quiet_end{tick};
     metrics["lt_auto"] = kind->prepare_timing(names, sets, plan, hooks, rng, tick);
     std::vector<Contender> cs;
-    cs.push_back({"candidate", [&](size_t s) { invoke(fn, cand_args[s]); }});
+    Contender candidate{"candidate", [&](size_t s) { invoke(cand, cand_args[s], set_bufs[s]); }, {}};
+    if (!be.gpu())
+      candidate.call_all = [&](const std::vector<size_t>& idx) {
+        std::vector<kernelrl_args> as;
+        std::vector<CallBuffers> bs;
+        for (size_t s : idx) {
+          as.push_back(cand_args[s]);
+          bs.push_back(set_bufs[s]);
+        }
+        cand.call_many(as, bs);
+      };
+    cs.push_back(std::move(candidate));
     for (const auto& name : names) {
       if (!kind->run_baseline(name, sets[0])) continue;  // e.g. lt-auto without an algorithm
-      cs.push_back({name, [&, name](size_t s) { kind->run_baseline(name, sets[s]); }});
+      cs.push_back({name, [&, name](size_t s) { kind->run_baseline(name, sets[s]); }, {}});
     }
-    be.wait_stream(o.timeout_s);
+    be.wait_stream(o.call_timeout_s);
     TimingOutcome timed;
     try {
       timed = time_contenders(be, cs, plan, hooks, rng, tick);
@@ -432,6 +546,10 @@ struct Harness::Impl {
     }
     for (const auto& [k, v] : timed.metrics.items()) metrics[k] = v;
     probe("timed");
+    if (be.gpu() && device) {
+      verify_call_boundaries(cand, *kind, sets, cand_args, set_bufs, o);
+      metrics["boundary_verified"] = true;
+    }
 
     // Device-wide wall clock versus the stream's events: work that escaped the stream (and so
     // the events) still holds up cudaDeviceSynchronize.
@@ -466,7 +584,7 @@ struct Harness::Impl {
       std::vector<Guarded> gin, gout;
       for (auto& x : s0.inputs) gin.push_back(plain(x));
       for (auto& x : s0.outputs) gout.push_back(plain(x));
-      auto out = checked_call(fn, gin, gout, kind->dims(s0.inputs), o.timeout_s);
+      auto out = checked_call(cand, gin, gout, kind->dims(s0.inputs), o.call_timeout_s);
       if (any_stale(out, prev))
         fail("stale_after_timing", "after the timing rounds the kernel returned stale results "
                                    "for new inputs in the same buffers");
@@ -499,12 +617,112 @@ struct Harness::Impl {
     res["metrics"] = metrics;
     return res;
   }
+
+  // The input sets timing rotates over (device cold: one per call of a replay, within the memory
+  // share), allocated where a host candidate's runner can reach them.
+  std::vector<Operands> timing_sets(TaskKind& kind, const std::vector<std::string>& names, const Opts& o,
+                                    nlohmann::json& metrics) {
+    const int64_t set_bytes = std::max<int64_t>(1, kind.set_bytes(names));
+    auto info = be.info();
+    const bool device = o.timing == "device", cold = o.l2 == "cold";
+    int64_t n_sets = 2;  // call/server: values alternate between two sets (flushed when cold)
+    // Cold: every call of a replay its own set, also where fewer would keep L2 cold. Rotating
+    // over as few as keep 2x L2 between two uses of a set was tried (H100, 2026-11-24): it moved
+    // device times up from 3072^3 (4096^3 lt-auto +9.8 % over the standalone timer, cv 0.001 ->
+    // 0.03), likely the device's duty cycle with less refresh work between replays.
+    if (device) n_sets = cold ? o.graph_calls : 2;
+    if (!cold && static_cast<size_t>(2 * set_bytes) > info.l2_bytes) n_sets = 1;  // hot: fit L2
+    if (info.free_bytes > 0)
+      n_sets = std::clamp<int64_t>(static_cast<int64_t>(info.free_bytes * kSetMemoryShare) / set_bytes, 1, n_sets);
+    at::manual_seed(o.seed_base + 77);
+    std::vector<Operands> sets;
+    {
+      ArenaScope in_arena(arena.get());
+      for (int64_t s = 0; s < n_sets; ++s) sets.push_back(kind.timing_set());
+    }
+    metrics["set_bytes"] = set_bytes;
+    metrics["l2_bytes"] = info.l2_bytes;
+    return sets;
+  }
+
+  static TimingPlan timing_plan(const Opts& o, size_t n_sets) {
+    TimingPlan plan;
+    plan.mode = o.timing;
+    plan.cold_l2 = o.l2 == "cold";
+    plan.warmup = o.warmup;
+    plan.min_rounds = o.min_rounds;
+    plan.max_rounds = o.max_rounds;
+    plan.graph_calls = o.graph_calls;
+    plan.verify_rounds = o.verify_rounds;
+    plan.budget_ms = o.timing_budget_ms;
+    plan.gap_us = o.server_gap_us;
+    plan.timeout_s = o.call_timeout_s;
+    plan.n_sets = n_sets;
+    return plan;
+  }
+
+  // The baselines alone, in a worker that is running no candidate (the only measurements the
+  // evaluator stores as a shape's baselines: docs/sandbox.md): same sets, engine and mode.
+  nlohmann::json baselines_only(const TaskSpec& task, const Opts& o, const Tick& tick) {
+    be.reset_device_state();
+    at::manual_seed(o.seed_base);
+    auto kind = make_task_kind(task, be, dev, baselines, o);
+    nlohmann::json metrics = nlohmann::json::object();
+    std::vector<std::string> names = kind->timeable(o.raw_baselines);
+    std::vector<Operands> sets = timing_sets(*kind, names, o, metrics);
+    be.sync_device();
+    TimingPlan plan = timing_plan(o, sets.size());
+    plan.candidate_first = false;
+    TimingHooks hooks;
+    hooks.refresh = [&](const std::vector<size_t>& idx) {
+      for (size_t s : idx) kind->refresh(sets[s]);
+    };
+    tick("quiet:begin");
+    struct QuietEnd {
+      const Tick& t;
+      ~QuietEnd() { t("quiet:end"); }
+    } quiet_end{tick};
+    metrics["lt_auto"] = kind->prepare_timing(names, sets, plan, hooks, rng, tick);
+    std::vector<Contender> cs;
+    for (const auto& name : names) {
+      if (!kind->run_baseline(name, sets[0])) continue;
+      cs.push_back({name, [&, name](size_t s) { kind->run_baseline(name, sets[s]); }, {}});
+    }
+    be.wait_stream(o.call_timeout_s);
+    nlohmann::json bl = nlohmann::json::object();
+    if (!cs.empty()) {
+      TimingOutcome timed = time_contenders(be, cs, plan, hooks, rng, tick);
+      for (const auto& [k, v] : timed.metrics.items()) metrics[k] = v;
+      for (const auto& t : timed.times) {
+        auto j = stats_json(t, o.timing, o.clock_basis, be.max_clock_mhz());
+        const nlohmann::json extras = kind->baseline_extras(t.name);
+        for (const auto& [k, v] : extras.items()) j[k] = v;
+        bl[t.name] = j;
+      }
+    }
+    const nlohmann::json kind_metrics = kind->metrics();
+    for (const auto& [k, v] : kind_metrics.items()) metrics[k] = v;
+    return {{"status", "ok"}, {"check", ""}, {"reason", "baselines only"}, {"baselines", bl}, {"metrics", metrics}};
+  }
 };
 
-Harness::Harness(Backend& backend) : impl_(std::make_unique<Impl>(backend)) {}
+Harness::Harness(Backend& backend, RunnerOptions runner)
+    : impl_(std::make_unique<Impl>(backend, std::move(runner))) {}
 Harness::~Harness() = default;
 
-nlohmann::json Harness::evaluate(const nlohmann::json& request, LaunchFn fn, const Tick& tick) {
+nlohmann::json Harness::baselines(const nlohmann::json& request, const Tick& tick) {
+  TaskSpec task = task_from_json(request.at("task"));
+  Opts o = parse_opts(request);
+#ifdef KERNELRL_HAVE_CUDA
+  std::optional<c10::cuda::CUDAStreamGuard> guard;
+  if (impl_->be.gpu())
+    guard.emplace(c10::cuda::getStreamFromExternal(static_cast<cudaStream_t>(impl_->be.stream()),
+                                                   impl_->be.device_index()));
+#endif
+  return impl_->baselines_only(task, o, tick);
+}
+
+nlohmann::json Harness::evaluate(const nlohmann::json& request, const std::string& so, const Tick& tick) {
   TaskSpec task = task_from_json(request.at("task"));
   Opts o = parse_opts(request);
 #ifdef KERNELRL_HAVE_CUDA
@@ -516,12 +734,17 @@ nlohmann::json Harness::evaluate(const nlohmann::json& request, LaunchFn fn, con
                                                    impl_->be.device_index()));
 #endif
   try {
-    return impl_->run(task, fn, o, tick);
+    return impl_->run(task, so, o, tick);
   } catch (const CheckFailure& f) {
     impl_->be.gate_open();
     impl_->be.sync_device();  // a Fatal here propagates: the process must be replaced
     return {{"status", f.status}, {"check", f.check}, {"reason", f.reason}};
   }
+}
+
+nlohmann::json Harness::runner_sandbox() {
+  Runner probe(impl_->runner_opts);
+  return probe.probe_sandbox();
 }
 
 void Harness::warm_up() {
@@ -550,13 +773,16 @@ void Harness::run_once(const nlohmann::json& task_json, LaunchFn fn, int calls) 
   std::vector<Guarded> gin, gout = im.new_outputs(*kind);
   for (auto& x : ins) gin.push_back(im.guarded_copy(x));
   auto args = im.make_args(Impl::ptrs(gin), Impl::ptrs(gout), kind->dims(ins));
+  auto invoke = [&] {
+    if (int rc = fn(&args, im.be.stream()); rc != 0) throw std::runtime_error("kernelrl_launch returned " + std::to_string(rc));
+  };
   im.be.sync_device();
-  im.invoke(fn, args);  // warm-up (module load), outside the profiled range
+  invoke();  // warm-up (module load), outside the profiled range
   im.be.sync_device();
 #ifdef KERNELRL_HAVE_CUDA
   if (im.be.gpu()) cudaProfilerStart();
 #endif
-  for (int i = 0; i < calls; ++i) im.invoke(fn, args);
+  for (int i = 0; i < calls; ++i) invoke();
   im.be.sync_device();
 #ifdef KERNELRL_HAVE_CUDA
   if (im.be.gpu()) cudaProfilerStop();

@@ -46,22 +46,9 @@ std::string position(const at::Tensor& mask2d) {
 
 Opts parse_opts(const nlohmann::json& r) {
   Opts o;
-  o.seeds = r.value("seeds", 3);
-  o.slack = r.value("slack", 2.0);
-  o.timing = r.value("timing", std::string("device"));
-  o.l2 = r.value("l2", "cold");
-  o.warmup = r.value("warmup", 3);
-  o.min_rounds = r.value("min_rounds", 15);
-  o.max_rounds = std::max(o.min_rounds, r.value("max_rounds", 50));
-  o.graph_calls = r.value("graph_calls", 20);
-  o.verify_rounds = r.value("verify_rounds", 2);
-  o.stream_gate = r.value("stream_gate", false);
-  o.budget_ms = r.value("budget_ms", 400.0);
-  o.gap_us = r.value("gap_us", 200.0);
-  o.clock_basis = r.value("clock_basis", std::string("as_run"));
-  o.timeout_s = r.value("call_timeout_s", 20.0);
+  static_cast<RewardConfig&>(o) = reward_config_from_yaml(r.at("settings").get<std::string>());
   o.seed_base = r.value("seed_base", uint64_t{1234});
-  o.baselines = r.value("baselines", std::vector<std::string>{});
+  o.raw_baselines = r.value("baselines", std::vector<std::string>{});
   if (r.contains("lt_algo"))
     for (auto it = r["lt_algo"].begin(); it != r["lt_algo"].end(); ++it)
       o.lt_algo[it.key()] = it.value().get<int>();
@@ -147,7 +134,7 @@ class HgemmKind final : public TaskKind {
     for (const auto& name : names) {
       be_.sync_device();
       if (!bl_.run(name, ops, t_.layout)) continue;
-      be_.wait_stream(o_.timeout_s);
+      be_.wait_stream(o_.call_timeout_s);
       be_.sync_device();
       double bd = (ops.C.to(at::kFloat) - ref.at(0)).abs().max().item<double>();
       base_dev_[name] = std::max(base_dev_[name], bd);
@@ -160,11 +147,11 @@ class HgemmKind final : public TaskKind {
     // acc: f16 tasks may add fp16 accumulation error, growing like sqrt(K) ulps.
     double floor = std::ldexp(ref.at(0).abs().max().item<double>(), -11);
     if (acc16_) floor *= std::sqrt(static_cast<double>(t_.k));
-    double bound = o_.slack * std::max(base, floor);
+    double bound = o_.deviation_slack * std::max(base, floor);
     bound_ = std::max(bound_, bound);
     if (dev > bound)
       fail("deviation_exceeds_baselines",
-           "max|C - C_ref| = " + fmt(dev) + " > bound " + fmt(bound) + " = " + fmt(o_.slack) +
+           "max|C - C_ref| = " + fmt(dev) + " > bound " + fmt(bound) + " = " + fmt(o_.deviation_slack) +
                " x max(" + (base_name.empty() ? "baseline" : base_name) + " deviation " +
                fmt(base) + ", 2^-11*max|C_ref| " + fmt(floor) + ") [" + trial + " trial]");
     return dev;
@@ -249,9 +236,9 @@ class HgemmKind final : public TaskKind {
         be_.mark(0);
         if (!bl_.run_lt(lay, i, hgemm_ops(sets[0]))) continue;  // refused for this shape
         be_.mark(1);
-        be_.wait_stream(o_.timeout_s);
+        be_.wait_stream(o_.call_timeout_s);
         first_call_us = std::min(first_call_us, be_.elapsed_us(0, 1));
-        algos.push_back({std::to_string(i), [&, lay, i](size_t s) { bl_.run_lt(lay, i, hgemm_ops(sets[s])); }});
+        algos.push_back({std::to_string(i), [&, lay, i](size_t s) { bl_.run_lt(lay, i, hgemm_ops(sets[s])); }, {}});
       }
       if (algos.empty()) continue;
       TimingPlan p = plan;

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "data/task.h"
+#include "reward/reward_config.h"
 #include "reward/worker/backend.h"
 #include "reward/worker/timing.h"
 
@@ -53,18 +54,13 @@ struct TensorShape {
   at::ScalarType dtype;
 };
 
-// Knobs of the check and timing protocol, from the evaluator's request.
-struct Opts {
-  int seeds = 3;
-  double slack = 2.0;
-  std::string timing = "device", l2 = "cold";
-  int warmup = 3, min_rounds = 15, max_rounds = 50, graph_calls = 20, verify_rounds = 2;
-  double budget_ms = 400, gap_us = 200, timeout_s = 20;
-  std::string clock_basis = "as_run";  // as_run | rated: which device time the medians are
-  bool stream_gate = false;  // the legacy-stream gate around checked calls
-  uint64_t seed_base = 1234;
-  std::vector<std::string> baselines;  // raw baseline names to time beside the candidate
-  std::map<std::string, int> lt_algo;  // known cuBLASLt autotune picks per layout
+// The evaluation's settings: the reward.* section exactly as the evaluator holds it (the
+// request carries its YAML, read back into the same struct: no knob is copied by hand), and
+// what belongs to one request.
+struct Opts : RewardConfig {
+  uint64_t seed_base = 1234;                // fresh input values for every evaluation
+  std::vector<std::string> raw_baselines;   // raw baseline names to time beside the candidate
+  std::map<std::string, int> lt_algo;       // known cuBLASLt autotune picks per layout
 };
 Opts parse_opts(const nlohmann::json& request);
 

@@ -104,8 +104,10 @@ TimingOutcome time_contenders(Backend& be, std::vector<Contender> cs, const Timi
     for (size_t c = 0; c < cs.size(); ++c) {
       try {
         // By value: the host backend keeps the callable and replays it later.
-        graph_of[kept.size()] = be.capture([call = cs[c].call, sets = graph_sets] {
-          for (size_t s : sets) call(s);
+        graph_of[kept.size()] = be.capture([call = cs[c].call, all = cs[c].call_all, sets = graph_sets] {
+          if (all) all(sets);
+          else
+            for (size_t s : sets) call(s);
         });
         kept.push_back(cs[c]);
       } catch (const CaptureFailure& e) {
@@ -206,7 +208,8 @@ TimingOutcome time_contenders(Backend& be, std::vector<Contender> cs, const Timi
   std::iota(order.begin(), order.end(), size_t{0});
   for (int r = 0; r < rounds; ++r) {
     std::shuffle(order.begin(), order.end(), rng);  // interleaved, random order each round
-    const bool verify_round = device && r % verify_every == 0 && verified < plan.verify_rounds;
+    const bool verify_round =
+        device && (plan.verify_every_replay || (r % verify_every == 0 && verified < plan.verify_rounds));
     for (size_t c : order) {
       out.times[c].samples_us.push_back(sample(c, verify_round && c == 0 && plan.candidate_first));
       if (device && plan.call_times && !timing_diag("noeager")) out.times[c].call_us.push_back(eager_call(c));

@@ -33,6 +33,9 @@ namespace kernelrl::worker {
 struct Contender {
   std::string name;
   std::function<void(size_t set)> call;  // issues one call on the stream; no sync
+  // Optional: issues the calls on these sets in order at once (the host backend's candidate:
+  // one round trip to its runner per replay instead of one per call).
+  std::function<void(const std::vector<size_t>& sets)> call_all;
 };
 
 struct TimingPlan {
@@ -45,6 +48,9 @@ struct TimingPlan {
   size_t n_sets = 1;            // input sets the contenders can be called on
   bool candidate_first = true;  // contender 0 is the candidate (verified; capture failure throws)
   bool call_times = true;       // device: also one eager call per contender per round (call_us)
+  // Every replay of the candidate is poisoned and verified, not verify_rounds of them (the host
+  // backend, where the candidate's runner does the work the worker times).
+  bool verify_every_replay = false;
 };
 
 struct TimingHooks {

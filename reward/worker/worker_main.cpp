@@ -1,15 +1,20 @@
-// kernelrl_eval_worker: the isolated process that loads and runs candidates for the evaluator
+// kernelrl_eval_worker: the isolated process that checks and times candidates for the evaluator
 // (reward/worker_client.h talks to it). One JSON request per stdin line, JSON lines back on a
-// private copy of stdout (fd 1 itself goes to stderr, so a candidate's printf cannot corrupt the
-// protocol). A sticky CUDA error or a kernel that does not finish is reported and the process
-// exits; a crash simply kills it: the client restarts it either way. Once the backend is up, the
-// OS sandbox (sandbox.h) is installed before any candidate is loaded; the ready message says
-// what is in force, and a breach answers the request as a sandbox_violation.
+// private copy of stdout (fd 1 itself goes to stderr). It never runs a candidate's host code: for
+// each request a fresh runner (kernelrl_candidate_runner, runner_main.cpp) loads the candidate
+// inside the OS sandbox (sandbox.h), and this process runs only the work the runner captured
+// (GPU) or checks the calls the runner made on shared buffers (host); docs/sandbox.md. A sticky
+// CUDA error or a kernel that does not finish (the candidate's device code runs here) is
+// reported and the process exits; the client restarts it. The ready message says which sandbox
+// the runners get (a runner started once, without a candidate, reports it).
 //
 //   kernelrl_eval_worker [--backend auto|gpu|host] [--device N] [--sandbox auto|on|off --scratch DIR]
 //   kernelrl_eval_worker --run-once SO --task JSON [--calls N] [--backend ...] [--device N]
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <unistd.h>
+
+#include <filesystem>
 
 #include <cstdio>
 #include <cstdlib>
@@ -20,7 +25,7 @@
 
 #include "reward/worker/backend.h"
 #include "reward/worker/harness.h"
-#include "reward/worker/sandbox.h"
+#include "reward/worker/runner_client.h"
 
 using namespace kernelrl::worker;
 
@@ -89,8 +94,8 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  // Keep the protocol on a private descriptor; candidates' stdout goes to stderr.
-  int proto = dup(1);
+  // Keep the protocol on a private descriptor (never inherited by a runner); stdout goes to stderr.
+  int proto = fcntl(1, F_DUPFD_CLOEXEC, 3);
   dup2(2, 1);
   g_out = fdopen(proto, "w");
 
@@ -101,7 +106,15 @@ int main(int argc, char** argv) {
     send({{"ready", false}, {"error", e.what()}});
     return 1;
   }
-  Harness harness(*backend);
+  RunnerOptions runner;
+  runner.backend = backend->gpu() ? "gpu" : "host";
+  runner.device = device;
+  runner.sandbox = sandbox_mode;
+  runner.scratch = scratch.empty() ? std::filesystem::temp_directory_path() /
+                                         ("kernelrl-runner-" + std::to_string(getpid()))
+                                   : std::filesystem::path(scratch);
+  runner.log_path = runner.scratch.parent_path() / (runner.scratch.filename().string() + "-runner.log");
+  Harness harness(*backend, runner);
 
   if (!run_once_so.empty()) {  // for ncu / compute-sanitizer
     Loaded l = load(run_once_so);
@@ -118,11 +131,15 @@ int main(int argc, char** argv) {
     return 0;
   }
 
-  // Lazy library state (LibTorch's cuBLAS handle, the graph pool) comes up before the sandbox.
-  SandboxStatus sandbox;
+  // Lazy library state (LibTorch's cuBLAS handle, the graph pool) comes up before the first
+  // evaluation; a runner started without a candidate says which sandbox candidates get (and
+  // that runners start at all).
+  nlohmann::json sandbox;
   try {
     harness.warm_up();
-    sandbox = install_sandbox(sandbox_mode, scratch, proto);
+    sandbox = sandbox_mode == "off"
+                  ? nlohmann::json{{"summary", "off (reward.sandbox: off)"}, {"parts", "off"}}
+                  : harness.runner_sandbox();
   } catch (const std::exception& e) {
     send({{"ready", false}, {"error", e.what()}});
     return 1;
@@ -130,7 +147,7 @@ int main(int argc, char** argv) {
 
   auto info = backend->info();
   send({{"ready", true},
-        {"sandbox", {{"summary", sandbox.summary}, {"parts", sandbox.parts()}}},
+        {"sandbox", sandbox},
         {"backend", info.backend},
         {"device", info.device},
         {"driver", info.driver},
@@ -156,18 +173,14 @@ int main(int argc, char** argv) {
       send({{"pong", true}});
       continue;
     }
-    if (op != "eval") {
+    if (op != "eval" && op != "baselines") {
       send({{"result", {{"status", "internal_error"}, {"reason", "unknown op " + op}}}});
-      continue;
-    }
-    Loaded l = load(req.value("so", ""));
-    if (!l.fn) {
-      send({{"result", {{"status", "load_error"}, {"check", "load"}, {"reason", l.error}}}});
       continue;
     }
     nlohmann::json result;
     try {
-      result = harness.evaluate(req, l.fn, [](const std::string& what) { send({{"tick", what}}); });
+      const Tick tick = [](const std::string& what) { send({{"tick", what}}); };
+      result = op == "baselines" ? harness.baselines(req, tick) : harness.evaluate(req, req.value("so", ""), tick);
     } catch (const Fatal& f) {
       // The context is unusable (or a kernel is still running): report, then leave without
       // running destructors that would touch the device.
@@ -194,10 +207,6 @@ int main(int argc, char** argv) {
       _exit(0);
     }
     send({{"result", result}});
-    // Diagnostic (docs/benchmarks.md, measurement trust): KERNELRL_WORKER_KEEP_LOADED=1 leaves
-    // every candidate library loaded, to tell module unloading apart from other worker state.
-    static const bool keep_loaded = std::getenv("KERNELRL_WORKER_KEEP_LOADED") != nullptr;
-    if (!keep_loaded) dlclose(l.handle);
   }
   return 0;
 }

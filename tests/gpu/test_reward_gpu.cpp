@@ -106,11 +106,13 @@ TEST(RewardGpu, AdversarialKernelsAreCaughtAndNamed) {
       {"gpu_modify_input.cu", EvalStatus::wrong_answer, "input_modified"},
       {"gpu_cache_pointer.cu", EvalStatus::wrong_answer, "cached_by_pointer"},
       {"gpu_cache_value.cu", EvalStatus::wrong_answer, "cached_by_value"},
-      {"gpu_other_stream.cu", EvalStatus::wrong_answer, "escaped_stream"},
+      // Its launch on the legacy stream breaks the runner's capture (every call is captured).
+      {"gpu_other_stream.cu", EvalStatus::wrong_answer, "not_capturable"},
       {"gpu_shrink_k.cu", EvalStatus::wrong_answer, "integer_sum_mismatch"},
       {"gpu_hang.cu", EvalStatus::hang, "kernel_timeout"},
       {"gpu_workspace_overrun.cu", EvalStatus::wrong_answer, "workspace_overrun"},
-      {"gpu_capture_aware.cu", EvalStatus::wrong_answer, "replay_mismatch"},
+      // Launches nothing while captured, and every call is captured: nothing is written.
+      {"gpu_capture_aware.cu", EvalStatus::wrong_answer, "unwritten_output"},
       {"gpu_sync_in_launch.cu", EvalStatus::wrong_answer, "not_capturable"},
       {"gpu_illegal_address.cu", EvalStatus::cuda_error, "illegal_address"},
       {"gpu_naive.cu", EvalStatus::ok, ""},  // on the restarted worker
@@ -247,6 +249,58 @@ TEST(RewardGpu, MeasuredClockMatchesACycleCountedKernel) {
     EXPECT_GT(r.baselines.at("torch").clock_mhz, 0);  // every contender's replays are stamped
   }
 #endif
+}
+
+// Reward integrity v3 (docs/sandbox.md), one fixture per class, each a named verdict:
+//   - a forged result line on every pipe (the 2026-11-26 attack, with a correct kernel behind
+//     it): reward_hack / forged_message, and no forged baseline (4242 us) in the store;
+//   - work batched across a replay's calls, the batch naming the other calls' buffers:
+//     reward_hack / cross_call_work (the captured work is checked before it is rebuilt);
+//   - the same deferral done on the device, keyed on the time since the previous call, with
+//     nothing for a static check to see: reward_hack / cross_call_work (call-boundary
+//     verification);
+//   - an L2 set-aside for persisting accesses with an access-policy window on the kernel:
+//     reward_hack / device_state;
+// and the naive kernel after them passes.
+TEST(RewardGpu, RewardHacksGetNamedVerdicts) {
+  REQUIRE_CUDA();
+  testing::ScratchDir dir;
+  RewardConfig cfg = gpu_config(dir);
+  ASSERT_EQ(cfg.seeds, 3);  // gpu_batched_calls.cu is honest for the trials' captures at 3 seeds
+  Evaluator ev(cfg, dir / "results.sqlite");
+  struct Case {
+    std::string what, source;
+    EvalStatus status;
+    const char* check;
+  };
+  const std::vector<Case> cases = {
+      {"forged line", testing::forging_candidate(fixture("gpu_naive.cu"), /*compute=*/true),
+       EvalStatus::reward_hack, "forged_message"},
+      {"batched calls", fixture("gpu_batched_calls.cu"), EvalStatus::reward_hack, "cross_call_work"},
+      {"deferred calls", fixture("gpu_deferred_calls.cu"), EvalStatus::reward_hack, "cross_call_work"},
+      {"persisting L2", fixture("gpu_persisting_l2.cu"), EvalStatus::reward_hack, "device_state"},
+      {"naive", fixture("gpu_naive.cu"), EvalStatus::ok, ""},
+  };
+  std::vector<std::string> sources;
+  for (const auto& c : cases) sources.push_back(c.source);
+  const TaskSpec task = hgemm_task(128, 128, 256, "nn");
+  auto rs = ev.evaluate(task, sources);
+  for (size_t i = 0; i < rs.size(); ++i) {
+    print(cases[i].what.c_str(), rs[i]);
+    EXPECT_EQ(rs[i].status, cases[i].status) << cases[i].what << ": " << rs[i].check << ": " << rs[i].reason
+                                             << "\n" << rs[i].compile_log;
+    EXPECT_EQ(rs[i].check, cases[i].check) << cases[i].what << ": " << rs[i].reason;
+  }
+  EXPECT_GE(rs.back().metrics.value("captures", 0), 20);
+  EXPECT_TRUE(rs.back().metrics.value("boundary_verified", false));
+  // The store's baselines: measured without a candidate, none of them forged.
+  int stored = 0;
+  ev.store().for_each_baseline([&](const BaselineKey& key, const std::string& name, const BaselineRow& row) {
+    ++stored;
+    EXPECT_NE(row.stats.median_us, 4242) << name << " at " << key.m << "x" << key.n << "x" << key.k;
+  });
+  EXPECT_GT(stored, 0);
+  EXPECT_LT(rs.back().t_ref_us, 100);
 }
 
 // The sandbox (reward/worker/sandbox.h) is installed after CUDA, cuBLAS(Lt), the L2 flush buffer

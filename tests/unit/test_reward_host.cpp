@@ -1,7 +1,9 @@
 // The evaluator end to end on the host backend (g++, CPU worker, steady clock): a correct HGEMM
 // kernel passes with the Eq. 3 reward and lands in the store; each adversarial fixture under
 // tests/data/kernels/ is caught and named; a crashing, aborting or hanging candidate becomes a
-// result and the restarted worker evaluates the next candidate normally.
+// result, its runner is replaced and the worker itself never restarts; a candidate that writes a
+// forged result line gets reward_hack / forged_message and its forged baselines never reach the
+// store (read back).
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -86,7 +88,7 @@ TEST(RewardHost, AdversarialKernelsAreCaughtAndNamedAndTheWorkerRecovers) {
       {"host_unwritten.cpp", EvalStatus::wrong_answer, "unwritten_output"},
       {"host_write_past.cpp", EvalStatus::wrong_answer, "out_of_bounds_write"},
       {"host_workspace_overrun.cpp", EvalStatus::wrong_answer, "workspace_overrun"},
-      {"host_hang.cpp", EvalStatus::hang, "timeout"},
+      {"host_hang.cpp", EvalStatus::hang, "host_timeout"},
       {"host_modify_input.cpp", EvalStatus::wrong_answer, "input_modified"},
       {"host_shrink_k.cpp", EvalStatus::wrong_answer, "integer_sum_mismatch"},
       {"host_abort.cpp", EvalStatus::crash, "abort"},
@@ -108,8 +110,44 @@ TEST(RewardHost, AdversarialKernelsAreCaughtAndNamedAndTheWorkerRecovers) {
       EXPECT_NE(rs[i].reward_reason.find(rs[i].check), std::string::npos) << rs[i].reward_reason;
     }
   }
-  EXPECT_GE(ev.worker_restarts(), 2);  // after the crash, the hang and the abort
+  // The crash, the hang and the abort ended their runners, never the worker.
+  EXPECT_EQ(ev.worker_restarts(), 0);
   EXPECT_EQ(ev.store().count_results(), static_cast<int64_t>(cases[0].file ? rs.size() : 0));
+}
+
+// The 2026-11-26 attack on the host backend: a candidate that computes nothing and writes a
+// result line of the worker's protocol (0.5 us, baselines at 4242 us) to every pipe it holds
+// got verdict ok and reward 10. Its runner holds no channel of the evaluator's, and a line that
+// is not the answer to the worker's request is itself the verdict. A correct candidate that
+// forges too is caught the same way. The store's baselines come only from measurements without
+// a candidate: none is the forged 4242 us.
+TEST(RewardHost, ForgedResultLinesAreRewardHacksAndNeverReachTheStore) {
+  testing::ScratchDir dir;
+  Evaluator ev(host_config(dir), dir / "results.sqlite");
+  const TaskSpec task = hgemm_task(32, 40, 512, "nn");
+  const std::string ok = fixture("host_hgemm_ok.cpp");
+  auto rs = ev.evaluate(task, {testing::forging_candidate(ok, /*compute=*/false),
+                               testing::forging_candidate(ok, /*compute=*/true), ok});
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(rs[i].status, EvalStatus::reward_hack) << i << ": " << rs[i].check << ": " << rs[i].reason;
+    EXPECT_EQ(rs[i].check, "forged_message") << rs[i].reason;
+    EXPECT_EQ(rs[i].reward, ev.config().failed_reward);
+    EXPECT_EQ(rs[i].speedup, 0);
+  }
+  ASSERT_EQ(rs[2].status, EvalStatus::ok) << rs[2].check << ": " << rs[2].reason;
+  EXPECT_LT(rs[2].t_ref_us, 4000);
+  int stored = 0;
+  ev.store().for_each_baseline([&](const BaselineKey&, const std::string& name, const BaselineRow& row) {
+    ++stored;
+    EXPECT_NE(row.stats.median_us, 4242) << name << " is the forged time";
+    EXPECT_GT(row.stats.median_us, 0) << name;
+  });
+  EXPECT_GT(stored, 0);
+  // The store's successful candidates: the honest one only.
+  const auto good = ev.store().successful(task.name);
+  ASSERT_EQ(good.size(), 1u);
+  EXPECT_EQ(good[0].hash, rs[2].hash);
+  EXPECT_EQ(ev.worker_restarts(), 0);
 }
 
 TEST(RewardHost, ScreenCompileAndLoadFailuresAreResults) {

@@ -41,7 +41,7 @@ TEST(WorkerTiming, AShortPassThenTheScreenFindsTheFastestContender) {
   auto be = make_host_backend();
   std::vector<Contender> cs;
   for (double us : {900.0, 150.0, 600.0, 1200.0})
-    cs.push_back({std::to_string(static_cast<int>(us)), [us](size_t) { spin_us(us); }});
+    cs.push_back({std::to_string(static_cast<int>(us)), [us](size_t) { spin_us(us); }, {}});
   TimingPlan p;
   p.mode = "device";
   p.graph_calls = 20;

@@ -1,0 +1,107 @@
+// The worker's side of the candidate runner (runner_main.cpp): a fresh, sandboxed process per
+// candidate that alone runs the candidate's host code. The worker stops it (SIGSTOP) whenever it
+// is not waiting on it, so that nothing of the candidate runs while the worker checks or times;
+// every answer must carry the request's random id, and anything else on the channel is a forged
+// message (the candidate wrote to it). On the host backend the runner works on a HostArena: a
+// shared-memory region mapped at the same address in both processes, where the worker puts every
+// buffer a candidate call may touch and nothing else.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "reward/kernel_abi.h"
+#include "reward/subprocess.h"
+#include "reward/worker/graph_image.h"
+
+namespace kernelrl::worker {
+
+// Shared memory for the host backend's candidate buffers: one memfd mapped at a fixed address,
+// carved by a first-fit allocator. Not thread-safe (the harness allocates from one thread).
+class HostArena {
+ public:
+  explicit HostArena(uint64_t bytes);
+  ~HostArena();
+  HostArena(const HostArena&) = delete;
+  HostArena& operator=(const HostArena&) = delete;
+  void* allocate(size_t bytes);  // 256-byte aligned; throws std::bad_alloc when full
+  void free(void* p);
+  bool contains(const void* p) const;
+  int fd() const { return fd_; }
+  uint64_t address() const { return reinterpret_cast<uint64_t>(base_); }
+  uint64_t bytes() const { return bytes_; }
+
+ private:
+  int fd_ = -1;
+  uint8_t* base_ = nullptr;
+  uint64_t bytes_ = 0;
+  std::vector<std::pair<uint64_t, uint64_t>> free_;  // (offset, size), sorted
+  std::vector<std::pair<uint64_t, uint64_t>> used_;  // (offset, size)
+};
+
+// While alive, LibTorch's CPU tensors are allocated in `arena` (the harness scopes the buffers a
+// host candidate sees with it); restores the previous allocator after.
+class ArenaScope {
+ public:
+  explicit ArenaScope(HostArena* arena);
+  ~ArenaScope();
+  ArenaScope(const ArenaScope&) = delete;
+  ArenaScope& operator=(const ArenaScope&) = delete;
+
+ private:
+  void* previous_ = nullptr;
+};
+
+struct RunnerOptions {
+  std::string backend = "gpu";  // gpu | host
+  int device = 0;
+  std::string sandbox = "auto";           // reward.sandbox
+  std::filesystem::path scratch;          // the runner's one writable directory, fresh per start
+  std::filesystem::path log_path;         // the runner's stderr
+  const HostArena* arena = nullptr;       // host backend
+};
+
+class Runner {
+ public:
+  explicit Runner(RunnerOptions o);
+  ~Runner();
+  // A fresh runner with `so` loaded. The candidate's static initializers run here: what they do
+  // is a verdict (CheckFailure: load_error, sandbox_violation, crash, hang, reward_hack).
+  void start(const std::string& so, double timeout_s);
+  // Starts a runner without a candidate to read the sandbox it gets ({summary, parts}), stops it.
+  nlohmann::json probe_sandbox();
+  // GPU: the work of one call, captured by the runner (CheckFailure: not_capturable, ...).
+  GraphImage capture(const kernelrl_args& a, double timeout_s);
+  // Host: these calls run in order on the arena's buffers; returns when the runner says done.
+  void call(const std::vector<kernelrl_args>& calls, double timeout_s);
+  void stop();
+  bool running() const { return proc_.running(); }
+
+ private:
+  void spawn();
+  nlohmann::json request(nlohmann::json req, double timeout_s);
+  [[noreturn]] void died(const std::string& during);
+  void pause();
+  void resume();
+  RunnerOptions o_;
+  ChildProcess proc_;
+  std::mt19937_64 ids_{std::random_device{}()};
+  bool paused_ = false;
+  bool exited_ = false;          // it ended while being stopped; last_status_ says how
+  int last_status_ = 0;
+  nlohmann::json ready_sandbox_;  // the sandbox the last start reported
+};
+
+// kernelrl_args as the runner reads them.
+nlohmann::json args_json(const kernelrl_args& a);
+
+// The runner executable: $KERNELRL_CANDIDATE_RUNNER, else beside this worker's executable.
+std::string find_runner_binary();
+
+}  // namespace kernelrl::worker
