@@ -81,8 +81,8 @@ class Backend {
   virtual double clock_mhz(size_t a, size_t b) { return 0; }
   virtual double max_clock_mhz() const { return 0; }
   // Device-global state a candidate could leave for later timings (GPU: an L2 set-aside for
-  // persisting accesses, cudaLimitPersistingL2CacheSize, and its persisting lines): reset to the
-  // default; returns the set-aside in bytes that was found (0: nothing was left).
+  // persisting accesses, cudaLimitPersistingL2CacheSize, and its persisting lines): reset to this
+  // context's default; returns the bytes found above that default (0: nothing was left).
   virtual size_t reset_device_state() { return 0; }
   // Untimed, on the stream: evicts the L2 (writes a buffer twice its size).
   virtual void flush_l2() = 0;

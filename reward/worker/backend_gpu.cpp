@@ -70,6 +70,9 @@ class GpuBackend final : public Backend {
     flush_bytes_ = 2 * static_cast<size_t>(std::max(l2, 1 << 20));
     CUDA_CHECK(cudaMalloc(&flush_, flush_bytes_));
     clock_hz_ = static_cast<double>(khz) * 1000.0;
+    if (cudaDeviceGetLimit(&persisting_default_, cudaLimitPersistingL2CacheSize) != cudaSuccess)
+      persisting_default_ = 0;
+    cudaGetLastError();
     // Clock stamps: kStampSlots stamps of (ns, cycles) per SM id, in mapped host memory.
     CUDA_CHECK(cudaDeviceGetAttribute(&sms_, cudaDevAttrMultiProcessorCount, device));
     const size_t stamp_bytes = kStampSlots * kMaxSmId * 2 * sizeof(unsigned long long);
@@ -245,13 +248,15 @@ class GpuBackend final : public Backend {
   }
   double max_clock_mhz() const override { return clock_hz_ / 1e6; }
   size_t reset_device_state() override {
-    // Devices without a persisting L2 (before Ampere) refuse these calls: nothing to reset.
-    size_t persisting = 0;
-    if (cudaDeviceGetLimit(&persisting, cudaLimitPersistingL2CacheSize) != cudaSuccess) persisting = 0;
-    if (persisting > 0) cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, 0);
+    // Devices without a persisting L2 (before Ampere) refuse these calls: nothing to reset. The
+    // driver's default set-aside need not be 0 (9,830,400 bytes on the H100s seen on
+    // 2026-11-26): what counts is a change from this context's default.
+    size_t persisting = persisting_default_;
+    if (cudaDeviceGetLimit(&persisting, cudaLimitPersistingL2CacheSize) != cudaSuccess) persisting = persisting_default_;
+    if (persisting != persisting_default_) cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, persisting_default_);
     cudaCtxResetPersistingL2Cache();
     cudaGetLastError();
-    return persisting;
+    return persisting > persisting_default_ ? persisting - persisting_default_ : 0;
   }
   void flush_l2() override {
     cudaError_t e = cudaMemsetAsync(flush_, ++flush_value_, flush_bytes_, stream_);
@@ -371,6 +376,7 @@ class GpuBackend final : public Backend {
   void* flush_ = nullptr;
   void* reserve_ = nullptr;
   size_t flush_bytes_ = 0;
+  size_t persisting_default_ = 0;  // this context's L2 set-aside for persisting accesses at start
   unsigned char flush_value_ = 0;
 
   static std::string first_line(const std::string& s) {

@@ -473,7 +473,7 @@ struct Harness::Impl {
     if (const size_t persisting = be.reset_device_state(); persisting > 0)
       fail("device_state",
            "after the candidate's runner ended, " + std::to_string(persisting) +
-               " bytes of L2 were still set aside for persisting accesses "
+               " more bytes of L2 than the default were set aside for persisting accesses "
                "(cudaLimitPersistingL2CacheSize): reset, and the candidate refused",
            "reward_hack");
     metrics["captures"] = cand.captures();

@@ -79,6 +79,9 @@ nlohmann::json failure(const nlohmann::json& id, const std::string& check, const
 
 #ifdef KERNELRL_HAVE_CUDA
 cudaStream_t g_stream = nullptr;
+// The context's L2 set-aside for persisting accesses before the candidate was loaded (the
+// driver's default need not be 0: 9,830,400 bytes on the H100s seen on 2026-11-26).
+size_t g_persisting_default = 0;
 
 // One call captured (global mode: a sync, an allocation or work on another stream invalidates
 // it) and described.
@@ -112,11 +115,12 @@ nlohmann::json capture(LaunchFn fn, const nlohmann::json& req) {
     return failure(id, "launch_failed", std::string("launch failed: ") + cudaGetErrorName(launch) + " (" +
                                             cudaGetErrorString(launch) + ")");
   size_t persisting = 0;
-  if (cudaDeviceGetLimit(&persisting, cudaLimitPersistingL2CacheSize) == cudaSuccess && persisting > 0)
+  if (cudaDeviceGetLimit(&persisting, cudaLimitPersistingL2CacheSize) == cudaSuccess &&
+      persisting != g_persisting_default)
     return failure(id, "device_state",
-                   "the candidate set aside " + std::to_string(persisting) +
-                       " bytes of L2 for persisting accesses (cudaLimitPersistingL2CacheSize), which "
-                       "survive the cold-L2 flush");
+                   "the candidate changed the L2 set-aside for persisting accesses "
+                   "(cudaLimitPersistingL2CacheSize) from " + std::to_string(g_persisting_default) + " to " +
+                       std::to_string(persisting) + " bytes: persisting lines survive the cold-L2 flush");
   try {
     return {{"id", id}, {"graph", to_json(describe_graph(reinterpret_cast<CUgraph>(graph)))}};
   } catch (const NotReplayable& e) {
@@ -173,6 +177,9 @@ int main(int argc, char** argv) {
       if (cudaSetDevice(device) != cudaSuccess || cudaFree(nullptr) != cudaSuccess ||
           cudaStreamCreateWithFlags(&g_stream, cudaStreamNonBlocking) != cudaSuccess)
         throw std::runtime_error("no CUDA context on device " + std::to_string(device));
+      if (cudaDeviceGetLimit(&g_persisting_default, cudaLimitPersistingL2CacheSize) != cudaSuccess)
+        g_persisting_default = 0;
+      cudaGetLastError();
 #else
       throw std::runtime_error("this build has no CUDA");
 #endif
