@@ -35,7 +35,7 @@ if [[ ,$phases, == *,tests,* ]]; then
   t0=$(date +%s)
   (cd "$build" && ctest -R "${GI_TESTS:-RewardGpu|SandboxGpu|GraphImage|Fatbin|FamiliesGpu}" --output-on-failure \
     --timeout 400) > "$out/gpu_tests.log" 2>&1
-  grep -E "^\[[a-z_ .0-9-]+\] |REPEAT|DRIFT|CLOCK|tests passed|Failed|FAILED|Passed|Expected|Which is|actual" \
+  grep -E "^\[[a-z_ .0-9-]+\] |REPEAT|DRIFT|CLOCK|RUNNER|tests passed|Failed|FAILED|Passed|Expected|Which is|actual" \
     "$out/gpu_tests.log" | cut -c1-240
   echo "tests: $(( $(date +%s) - t0 )) s"
 fi

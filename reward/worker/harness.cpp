@@ -383,8 +383,10 @@ struct Harness::Impl {
     auto kind = make_task_kind(task, be, dev, baselines, o);
     // A fresh runner holds the candidate's host code (its static initializers run now); here only
     // the work it enqueues runs (GPU), or the calls it makes on the arena (host).
+    const auto runner_t0 = std::chrono::steady_clock::now();
     Runner runner(runner_opts);
     Candidate cand(be, runner, so, o.call_timeout_s);
+    const double runner_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - runner_t0).count();
     tick("loaded");
     probe("kind made");
     nlohmann::json metrics = nlohmann::json::object();
@@ -477,6 +479,7 @@ struct Harness::Impl {
                "(cudaLimitPersistingL2CacheSize): reset, and the candidate refused",
            "reward_hack");
     metrics["captures"] = cand.captures();
+    metrics["runner_start_s"] = runner_s;  // a fresh runner's start and the candidate's load
     probe("timing sets");
 
     TimingPlan plan = timing_plan(o, sets.size());

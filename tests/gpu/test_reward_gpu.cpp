@@ -291,6 +291,8 @@ TEST(RewardGpu, RewardHacksGetNamedVerdicts) {
                                              << "\n" << rs[i].compile_log;
     EXPECT_EQ(rs[i].check, cases[i].check) << cases[i].what << ": " << rs[i].reason;
   }
+  std::printf("RUNNER start %.3f s, %d captures\n", rs.back().metrics.value("runner_start_s", 0.0),
+              rs.back().metrics.value("captures", 0));
   EXPECT_GE(rs.back().metrics.value("captures", 0), 20);
   EXPECT_TRUE(rs.back().metrics.value("boundary_verified", false));
   // The store's baselines: measured without a candidate, none of them forged.
