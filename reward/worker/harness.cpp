@@ -44,6 +44,11 @@ constexpr uint64_t kHostArenaBytes = 16ull << 30;
 // snapshotted right after their own call, at most (all of them where outputs are small).
 constexpr size_t kBoundarySnapshots = 4;
 constexpr int64_t kSnapshotAllBytes = 64 << 20;
+// The boundary replay's cost check: replays of each graph (medians), and how much faster than
+// the calls one by one the timed replay may be before it counts as batching (honest calls are
+// not faster back to back: their inputs are hot in the boundary replay, cold when timed).
+constexpr int kBoundaryReplays = 5;
+constexpr double kBoundaryTolerance = 0.25, kBoundarySlackUs = 0.5;
 // Wall-clock cross-check: device-wide wall time may exceed stream events by launch and sync
 // overheads, never by more than this (work that escaped the stream shows up here).
 constexpr double kWallFactor = 2.0, kWallSlackUs = 100.0;
@@ -306,9 +311,15 @@ struct Harness::Impl {
   // aside right after it, for every call where that is cheap or a random sample: work deferred to
   // a later call leaves a snapshot unwritten, work done before its call leaves it wrong. The
   // calls are the very graphs the timing replayed (captured once, candidate.h).
+  //
+  // A kernel that timed its neighbours could tell this replay from the timed ones and work
+  // honestly only here. So the first pass also times it, against the same replay without the
+  // candidate's calls: their difference per call is what the calls cost one by one, with their
+  // inputs hot from the negation. Batching pays only if the timed replay is faster than that;
+  // more than kBoundaryTolerance (+ kBoundarySlackUs) faster is cross_call_work.
   void verify_call_boundaries(Candidate& cand, TaskKind& kind, std::vector<Operands>& sets,
                               const std::vector<kernelrl_args>& args, const std::vector<CallBuffers>& bufs,
-                              const Opts& o) {
+                              const Opts& o, double timed_us, nlohmann::json& metrics) {
     const size_t n = std::min<size_t>(sets.size(), static_cast<size_t>(o.graph_calls));
     if (n < 2) return;
     int64_t out_bytes = 0;
@@ -341,9 +352,18 @@ struct Harness::Impl {
       } catch (const CaptureFailure& e) {
         throw std::runtime_error(std::string("call-boundary verification: ") + e.what());
       }
+      size_t without = 0;  // the same replay without the candidate's calls
+      const bool timed_pass = pass == 0 && timed_us > 0;
+      if (timed_pass)
+        without = be.capture([&] {
+          for (size_t i = 0; i < n; ++i) {
+            for (auto& x : sets[i].inputs)
+              if (at::isFloatingType(x.scalar_type())) x.neg_();
+            for (size_t j = 0; j < snaps[i].size(); ++j) snaps[i][j].copy_(sets[i].outputs[j]);
+          }
+        });
       be.replay(g);
       be.wait_stream(o.call_timeout_s * static_cast<double>(n));
-      be.clear_graphs();
       be.sync_device();
       for (size_t i : pos) {
         const std::string at_call = "call " + std::to_string(i) + " of " + std::to_string(n);
@@ -363,6 +383,30 @@ struct Harness::Impl {
                "reward_hack");
         }
       }
+      if (timed_pass) {
+        std::vector<double> with_us, without_us;
+        be.ensure_marks(2);
+        for (int r = 0; r < kBoundaryReplays; ++r)
+          for (size_t gg : {g, without}) {
+            if (o.l2 == "cold") be.flush_l2();
+            be.hold_stream(o.call_timeout_s);
+            be.mark(0);
+            be.replay(gg);
+            be.mark(1);
+            be.gate_open();
+            be.wait_stream(o.call_timeout_s * static_cast<double>(n));
+            (gg == g ? with_us : without_us).push_back(be.elapsed_us(0, 1));
+          }
+        const double one_by_one =
+            (timing_stats(with_us).median_us - timing_stats(without_us).median_us) / static_cast<double>(n);
+        metrics["boundary_call_us"] = one_by_one;
+        if (one_by_one > timed_us * (1 + kBoundaryTolerance) + kBoundarySlackUs)
+          fail("cross_call_work",
+               "its calls cost " + fmt(one_by_one) + " us each one by one, against " + fmt(timed_us) +
+                   " us in the timed replays: work batched across the calls of a replay",
+               "reward_hack");
+      }
+      be.clear_graphs();
     }
   }
 
@@ -549,8 +593,9 @@ struct Harness::Impl {
     }
     for (const auto& [k, v] : timed.metrics.items()) metrics[k] = v;
     probe("timed");
-    if (be.gpu() && device) {
-      verify_call_boundaries(cand, *kind, sets, cand_args, set_bufs, o);
+    if (be.gpu() && device && !timed.times.empty()) {
+      verify_call_boundaries(cand, *kind, sets, cand_args, set_bufs, o,
+                             timing_stats(timed.times[0].samples_us).median_us, metrics);
       metrics["boundary_verified"] = true;
     }
 
