@@ -1,9 +1,11 @@
 // The evaluator on the GPU: reference kernels pass in device timing (CUDA-graph replays, call
 // times beside); each adversarial fixture in tests/data/kernels/gpu_*.cu is caught and named
 // (fp16 accumulation, writing past C or the workspace, leaving C partly unwritten, modifying an
-// input, caching by pointer and by value, launching on another stream, shrinking K, skipping the
-// work under graph capture, not being capturable, a hang, an illegal address) and the worker
-// recovers; a CuTe-based candidate compiles with the CUTLASS headers and passes; the same kernel
+// input, caching by value, launching on another stream, shrinking K, skipping the work under
+// graph capture, not being capturable, a hang, an illegal address; caching by pointer is moot
+// now that each call is captured once) and the worker recovers; the reward-integrity classes
+// (a forged result line, work batched or deferred across calls, persisting-L2 state) get named
+// verdicts; a CuTe-based candidate compiles with the CUTLASS headers and passes; the same kernel
 // timed twice agrees within 2% at the median; the SM clock measured around replays matches a
 // kernel of known cycle count; under the OS sandbox (on by default) candidates
 // that write a file, open a socket or fork are sandbox_violation and write nothing, while the
@@ -104,10 +106,12 @@ TEST(RewardGpu, AdversarialKernelsAreCaughtAndNamed) {
       {"gpu_write_past.cu", EvalStatus::wrong_answer, "out_of_bounds_write"},
       {"gpu_unwritten.cu", EvalStatus::wrong_answer, "unwritten_output"},
       {"gpu_modify_input.cu", EvalStatus::wrong_answer, "input_modified"},
-      {"gpu_cache_pointer.cu", EvalStatus::wrong_answer, "cached_by_pointer"},
+      // Its pointer cache lives in its host code, which runs once per distinct call (each is
+      // captured once and replayed in full): it never gets to skip work, and earns its time.
+      {"gpu_cache_pointer.cu", EvalStatus::ok, ""},
       {"gpu_cache_value.cu", EvalStatus::wrong_answer, "cached_by_value"},
-      // Its launch on the legacy stream breaks the runner's capture (every call is captured).
-      {"gpu_other_stream.cu", EvalStatus::wrong_answer, "not_capturable"},
+      // Its launch on the legacy stream runs in the runner, outside the captured work.
+      {"gpu_other_stream.cu", EvalStatus::wrong_answer, "unwritten_output"},
       {"gpu_shrink_k.cu", EvalStatus::wrong_answer, "integer_sum_mismatch"},
       {"gpu_hang.cu", EvalStatus::hang, "kernel_timeout"},
       {"gpu_workspace_overrun.cu", EvalStatus::wrong_answer, "workspace_overrun"},

@@ -1,4 +1,7 @@
-// Adversarial (GPU): skips the work when called again with the same buffers.
+// Adversarial (GPU): skips the work when called again with the same buffers. Since reward
+// integrity v3 its host code runs once per distinct call (the evaluator captures each call once
+// and replays the captured work), so the cache never answers: it passes, timed as the naive
+// kernel it is (the host backend's host_cache_pointer.cpp, called every time, is still caught).
 #include <cuda_fp16.h>
 
 #include "kernel_abi.h"
