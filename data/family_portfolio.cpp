@@ -112,7 +112,8 @@ bool split_fits(const KernelVariant& v, const TaskSpec& t, int sms) {
 // this task, and schedule.
 std::string class_of(const KernelVariant& v, const TaskSpec& t) {
   const int64_t split = run_split(v, t);
-  return std::to_string(param(v, "BM", 0)) + "x" + std::to_string(param(v, "BN", 0)) + "/" +
+  return std::to_string(param(v, "BM", 0)) + "x" + std::to_string(param(v, "BN", 0)) +
+         (v.family == "hgemm_small" ? "x" + std::to_string(param(v, "BK", 0)) : "") + "/" +
          std::to_string(split) + "/" + std::to_string(param(v, "SCHED", 0));
 }
 
@@ -126,9 +127,36 @@ const std::vector<KernelVariant>& family_variants(const std::string& family) {
   return it->second;
 }
 
+// hgemm_small's latency model (header), calibrated on the H100 profile of issue 24.
+double small_model_us(const KernelVariant& v, const TaskSpec& t, int sms) {
+  constexpr double kBaseUs = 1.85,  // a launch and one cold DRAM round trip (touch floor 1.71)
+      kRoundUs = 0.65,              // each further round of STAGES-1 k-tiles in flight
+      kClusterUs = 1.3,             // cluster launch, barriers and the DSMEM reduction
+      kPdlUs = 0.2,                 // PDL: gained under 48 blocks, lost over 160
+      kRate = 2.4e12,               // FLOP/s of one 4-warp block's mma.sync chain
+      kL2Bandwidth = 7e12, kStoreBandwidth = 1.5e12, kStoreStagedBandwidth = 2e12;
+  const int64_t bm = param(v, "BM", 64), bn = param(v, "BN", 64), bk = param(v, "BK", 64);
+  const int64_t stages = param(v, "STAGES", 3), split = param(v, "SPLITK", 1);
+  const int64_t blocks = cdiv(t.m, bm) * cdiv(t.n, bn) * split;
+  const int64_t kt = cdiv(cdiv(t.k, bk), split);  // k-tiles per block
+  const int64_t rounds = cdiv(kt, stages - 1);
+  const double chain_us = (rounds - 1) * kRoundUs;
+  const double compute_us = kt * 2.0 * bm * bn * bk / kRate * 1e6 *
+                            std::max<double>(1, static_cast<double>(blocks) / sms);
+  const double l2_bytes = 2.0 * blocks * kt * (bm + bn) * bk;
+  const double c_bytes = 2.0 * t.m * t.n;
+  const bool staged = split > 1 || param(v, "EPI", 0) == 1;
+  double us = kBaseUs + std::max(chain_us, compute_us) + l2_bytes / kL2Bandwidth * 1e6 +
+              c_bytes / (staged ? kStoreStagedBandwidth : kStoreBandwidth) * 1e6;
+  if (split > 1) us += kClusterUs;
+  if (param(v, "PDL", 0) == 1) us += blocks <= 48 ? -kPdlUs : blocks >= 160 ? kPdlUs : 0.0;
+  return us;
+}
+
 }  // namespace
 
 double portfolio_model_us(const KernelVariant& v, const TaskSpec& t, int sms) {
+  if (v.family == "hgemm_small") return small_model_us(v, t, sms);
   constexpr double kRate = 5.5e12, kBandwidth = 3e12, kFixedUs = 3, kLaunchUs = 2;
   const int64_t bm = param(v, "BM", 128), bn = param(v, "BN", 128);
   const int64_t k_blocks = cdiv(t.k, param(v, "BK", 64));

@@ -19,7 +19,15 @@
 //   split-K (s > 1) adds the reduction pass 2·s·M·N·4 bytes / W and a second launch, 2 µs;
 //   every variant adds a fixed 3 µs; R = 5.5 TFLOP/s per SM, W = 3 TB/s.
 // Memory traffic is left out (every variant of a shape moves the same compulsory bytes), so
-// the model orders variants by padded work and wave tails only; ties keep the list order. The
+// the model orders variants by padded work and wave tails only; ties keep the list order.
+// hgemm_small (latency first, every variant a candidate) has a latency model of its own,
+// calibrated on the H100 profile of issue 24 (docs/benchmarks.md): b = blocks (tiles·s),
+// kt = ceil(ceil(K/BK)/s) k-tiles per block, rounds = ceil(kt/(STAGES-1)),
+//   t = 1.85 + max(0.65·(rounds-1), kt·2·BM·BN·BK/2.4e12 · max(1, b/sms))
+//       + 2·b·kt·(BM+BN)·BK / 7e12 + 2·M·N / (1.5e12 direct stores, 2e12 staged)
+//       + 1.3 (s > 1: cluster launch, barriers, reduction) ∓ 0.2 (PDL: -0.2 for b <= 48,
+//       +0.2 for b >= 160)   [µs; bytes / (B/s)]
+// and its class is the tile with its BK and split. The
 // pick takes, per family, the best-ranked variant of each class (tile, the split it runs with,
 // schedule) first, then fills up by rank, `per_family` in all (0 = the whole list, ranked).
 #pragma once
