@@ -4,7 +4,7 @@
 #   bash bench/gpu_family_grid.sh BUILD_DIR OUT_DIR [BUDGET_S=540] [PREV_DIR]
 # Environment: FAMILIES (default hgemm_wgmma,hgemm_cutlass), GRID (default full: a grid name or
 # file), LARGE=0 skips step 3, TESTS (the gtest filter of step 1, default the Cutlass and Wgmma
-# tests), PER_FAMILY (default 3).
+# tests), PER_FAMILY (default 3), ORDER (spread, the default, or grid: the file's order).
 # On the device tool (after scripts/device_prepare.sh here): carry [".device"] (and the previous
 # call's files, e.g. ".grid-prev"), command
 #   rm -f /tmp/deps/.done; source .device/env.sh && bash bench/gpu_family_grid.sh /tmp/b $OUT 540 [.grid-prev]
@@ -99,6 +99,7 @@ cat "$out/large.csv" 2>/dev/null | cut -d, -f1-4,8,9,11-16,18
 left=$((budget - $(el) - margin))
 if ((left > 20)); then
   "$build/kernelrl" bench "${common[@]}" --grid "$grid" --per-family "$per_family" \
+    --order "${ORDER:-spread}" \
     --time-budget-s "$left" --out "$out/family_grid.csv" --store /tmp/gfg_store.sqlite \
     >> "$log" 2>&1
   rc=$?

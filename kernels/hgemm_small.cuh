@@ -89,7 +89,7 @@ __global__ void __launch_bounds__(Cfg::THREADS, 1)
   const int tile = blockIdx.x / S;
   const int tiles_n = (N + BN - 1) / BN;
   const int m0 = (tile / tiles_n) * BM, n0 = (tile % tiles_n) * BN;
-  const int k_tiles_all = K / BK;
+  const int k_tiles_all = (K + BK - 1) / BK;  // BK 128: the last k-tile may be half empty
   const int per_split = (k_tiles_all + S - 1) / S;
   const int kt_begin = rank * per_split;
   const int k_tiles = max(0, min(k_tiles_all, kt_begin + per_split) - kt_begin);

@@ -138,13 +138,15 @@ __device__ __forceinline__ void load_tile(__half* sA, __half* sB, const __half* 
                                           const __half* __restrict__ B, int M, int N, int K, int m0,
                                           int n0, int k0, int tid) {
   constexpr int BK = Cfg::BK, BN = Cfg::BN, VEC = Cfg::VEC, THREADS = Cfg::THREADS;
+  // K is a multiple of 64: a deeper k-tile may run past it (zero-filled, not read).
+  constexpr bool K_TAIL = BK > 64;
 #pragma unroll
   for (int i = 0; i < Cfg::A_TILE / VEC / THREADS; ++i) {
     const int c = tid + i * THREADS;
     const int row = c / (BK / VEC), col = (c % (BK / VEC)) * VEC;
     const int gm = m0 + row;
-    const bool ok = gm < M;
-    cp_async<VEC>(sA + swz(row, col, BK), A + (size_t)(ok ? gm : 0) * K + k0 + col, ok);
+    const bool ok = gm < M && (!K_TAIL || k0 + col < K);
+    cp_async<VEC>(sA + swz(row, col, BK), ok ? A + (size_t)gm * K + k0 + col : A, ok);
   }
 #pragma unroll
   for (int i = 0; i < Cfg::B_TILE / VEC / THREADS; ++i) {
@@ -152,13 +154,13 @@ __device__ __forceinline__ void load_tile(__half* sA, __half* sB, const __half* 
     if constexpr (Cfg::B_COL_MAJOR) {  // smem rows are n, columns k
       const int row = c / (BK / VEC), col = (c % (BK / VEC)) * VEC;
       const int gn = n0 + row;
-      const bool ok = gn < N;
-      cp_async<VEC>(sB + swz(row, col, BK), B + (size_t)(ok ? gn : 0) * K + k0 + col, ok);
+      const bool ok = gn < N && (!K_TAIL || k0 + col < K);
+      cp_async<VEC>(sB + swz(row, col, BK), ok ? B + (size_t)gn * K + k0 + col : B, ok);
     } else {  // smem rows are k, columns n
       const int row = c / (BN / VEC), col = (c % (BN / VEC)) * VEC;
       const int gn = n0 + col;
-      const bool ok = gn < N;
-      cp_async<VEC>(sB + swz(row, col, BN), B + (size_t)(k0 + row) * N + (ok ? gn : 0), ok);
+      const bool ok = gn < N && (!K_TAIL || k0 + row < K);
+      cp_async<VEC>(sB + swz(row, col, BN), ok ? B + (size_t)(k0 + row) * N + gn : B, ok);
     }
   }
 }
