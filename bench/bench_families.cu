@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "reward/kernel_abi.h"
+#include "kernels/kernel_abi.h"
 
 #define CUDA_CHECK(x)                                                                          \
   do {                                                                                         \

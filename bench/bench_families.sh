@@ -16,7 +16,7 @@ mkdir -p "$OUT"
 echo "compiling $(ls "$SRC"/*.cu | wc -l) CUDA variants for $ARCH with $(nproc) jobs"
 start=$(date +%s)
 ls "$SRC"/*.cu | xargs -P "$(nproc)" -I{} bash -c \
-  'n=$(basename {} .cu); nvcc -std=c++17 -O3 -arch='"$ARCH"' -Xcompiler -fPIC -shared -o '"$SO"'/$n.so {} > '"$SO"'/$n.log 2>&1 || { echo "COMPILE_FAIL $n"; head -5 '"$SO"'/$n.log; }' \
+  'n=$(basename {} .cu); nvcc -std=c++17 -O3 -arch='"$ARCH"' -Ikernels -Xcompiler -fPIC -shared -o '"$SO"'/$n.so {} > '"$SO"'/$n.log 2>&1 || { echo "COMPILE_FAIL $n"; head -5 '"$SO"'/$n.log; }' \
   | tee "$OUT/compile.txt"
 echo "compiled in $(( $(date +%s) - start )) s; failures: $(grep -c COMPILE_FAIL "$OUT/compile.txt")"
 nvcc -std=c++17 -O3 -arch="$ARCH" -I. bench/bench_families.cu -o "$SO/bench_families" -lcublasLt -ldl || exit 1

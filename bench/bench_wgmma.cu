@@ -13,7 +13,7 @@
 //   nvcc -std=c++17 -O3 -gencode arch=compute_90a,code=sm_90a --expt-relaxed-constexpr -I. \
 //        bench/bench_wgmma.cu -lcublasLt -o bench_wgmma
 //   ./bench_wgmma [--shapes 4096x4096x4096:nn,...] [--rounds R] [--pre P] [--only SUBSTR,...]
-#include "reward/kernel_abi.h"
+#include "kernels/kernel_abi.h"
 #include "kernels/hgemm_wgmma.cuh"
 
 #include <cublasLt.h>

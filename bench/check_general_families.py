@@ -19,7 +19,7 @@ import torch
 import torch.nn.functional as F
 
 
-class Args(ctypes.Structure):  # reward/kernel_abi.h
+class Args(ctypes.Structure):  # kernels/kernel_abi.h
     _fields_ = [("inputs", ctypes.c_void_p * 8), ("n_inputs", ctypes.c_int),
                 ("outputs", ctypes.c_void_p * 4), ("n_outputs", ctypes.c_int),
                 ("dims", ctypes.c_int64 * 8), ("n_dims", ctypes.c_int),

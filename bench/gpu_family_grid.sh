@@ -2,6 +2,9 @@
 # The Hopper families (hgemm_wgmma, hgemm_cutlass) over the 1,000-shape grid on one GPU (issue
 # 11), resumable across device calls, from the repository root:
 #   bash bench/gpu_family_grid.sh BUILD_DIR OUT_DIR [BUDGET_S=540] [PREV_DIR]
+# Environment: FAMILIES (default hgemm_wgmma,hgemm_cutlass), GRID (default full: a grid name or
+# file), LARGE=0 skips step 3, TESTS (the gtest filter of step 1, default the Cutlass and Wgmma
+# tests), PER_FAMILY (default 3), ORDER (spread, the default, or grid: the file's order).
 # On the device tool (after scripts/device_prepare.sh here): carry [".device"] (and the previous
 # call's files, e.g. ".grid-prev"), command
 #   rm -f /tmp/deps/.done; source .device/env.sh && bash bench/gpu_family_grid.sh /tmp/b $OUT 540 [.grid-prev]
@@ -28,6 +31,9 @@ out=${2:?usage: gpu_family_grid.sh BUILD_DIR OUT_DIR [BUDGET_S] [PREV_DIR]}
 budget=${3:-540}
 prev=${4:-}
 per_family=${PER_FAMILY:-3}
+fams=${FAMILIES:-hgemm_wgmma,hgemm_cutlass}
+grid=${GRID:-full}
+test_filter=${TESTS:-FamiliesGpu.Cutlass*:FamiliesGpu.Wgmma*}
 start=$(date +%s)
 el() { echo $(($(date +%s) - start)); }
 mkdir -p "$out"
@@ -57,10 +63,9 @@ cmake --build "$build" --target "${targets[@]}" > /tmp/gfg_build.log 2>&1 ||
   { tail -40 /tmp/gfg_build.log | tee -a "$log"; exit 1; }
 echo "[$(el) s] built" | tee -a "$log"
 if ((tests)); then
-  timeout 360 "$build/tests/test_families_gpu" \
-    --gtest_filter='FamiliesGpu.Cutlass*:FamiliesGpu.Wgmma*' >> "$log" 2>&1
+  timeout 360 "$build/tests/test_families_gpu" --gtest_filter="$test_filter" >> "$log" 2>&1
   rc=$?
-  echo "[$(el) s] test_families_gpu (Cutlass, Wgmma): exit $rc" | tee -a "$log"
+  echo "[$(el) s] test_families_gpu ($test_filter): exit $rc" | tee -a "$log"
   grep -E "^hgemm_|^\[ +(OK|FAILED|PASSED|SKIPPED) +\]|Failure" "$log" | cut -c1-200 | tail -24
 fi
 
@@ -74,7 +79,6 @@ if [[ -n "$prev" ]]; then
   [[ -f "$prev/compile_cache.tar" ]] && tar -xf "$prev/compile_cache.tar" -C "$cache"
   echo "[$(el) s] resumed from $prev: $(ls "$cache" | grep -c '\.so$') compiled variants" | tee -a "$log"
 fi
-fams=hgemm_wgmma,hgemm_cutlass
 common=(--families "$fams" --cache-dir "$cache" --timing device --l2 cold)
 
 # Each stage starts no shape later than BUDGET_S - 60 s: the last shape (the largest take
@@ -82,7 +86,7 @@ common=(--families "$fams" --cache-dir "$cache" --timing device --l2 cold)
 margin=60
 # Large shapes: the whole candidate lists (24 per layout), more rounds.
 left=$((budget - $(el) - margin))
-if ((left > 0)); then
+if ((left > 0)) && [[ "${LARGE:-1}" == 1 ]]; then
   "$build/kernelrl" bench "${common[@]}" --grid configs/grids/hopper_large.txt --per-family 0 \
     --min-rounds 10 --max-rounds 50 --timing-budget-ms 400 --seeds 3 --time-budget-s "$left" \
     --out "$out/large.csv" --store /tmp/gfg_store.sqlite >> "$log" 2>&1
@@ -94,7 +98,8 @@ cat "$out/large.csv" 2>/dev/null | cut -d, -f1-4,8,9,11-16,18
 # The grid, with what is left of the budget.
 left=$((budget - $(el) - margin))
 if ((left > 20)); then
-  "$build/kernelrl" bench "${common[@]}" --grid full --per-family "$per_family" \
+  "$build/kernelrl" bench "${common[@]}" --grid "$grid" --per-family "$per_family" \
+    --order "${ORDER:-spread}" \
     --time-budget-s "$left" --out "$out/family_grid.csv" --store /tmp/gfg_store.sqlite \
     >> "$log" 2>&1
   rc=$?

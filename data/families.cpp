@@ -14,32 +14,29 @@ namespace kernelrl {
 
 namespace families {
 
-std::string fill(std::string tpl, const std::vector<std::pair<std::string, std::string>>& kv) {
-  std::string out;
-  out.reserve(tpl.size() + 1024);
-  size_t i = 0;
-  while (i < tpl.size()) {
-    size_t a = tpl.find('$', i);
-    if (a == std::string::npos) {
-      out.append(tpl, i, std::string::npos);
-      break;
+std::string instance_block(const std::string& what, const std::string& decls,
+                           const std::string& config, const ConfigArgs& knobs,
+                           const std::string& call, bool cuda) {
+  std::string out = "\n// ---- instance: " + what + "\n";
+  if (!decls.empty()) out += decls + "\n";
+  if (!config.empty()) {
+    // `using Cfg = config<...>;`, wrapped at 100 columns with 4-space continuations.
+    std::string line = "using Cfg = " + config + "<";
+    for (size_t i = 0; i < knobs.size(); ++i) {
+      std::string arg =
+          "/*" + knobs[i].first + "=*/" + knobs[i].second + (i + 1 < knobs.size() ? "," : ">;");
+      if (line.size() + 1 + arg.size() > 100 && line.back() != '<') {
+        out += line + "\n";
+        line = "    " + arg;
+      } else {
+        line += (line.back() == '<' ? "" : " ") + arg;
+      }
     }
-    size_t b = tpl.find('$', a + 1);
-    std::string key = b == std::string::npos ? "" : tpl.substr(a + 1, b - a - 1);
-    bool is_key = !key.empty() && std::all_of(key.begin(), key.end(), [](char c) {
-      return (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
-    });
-    if (!is_key) {
-      out.append(tpl, i, a + 1 - i);
-      i = a + 1;
-      continue;
-    }
-    auto it = std::find_if(kv.begin(), kv.end(), [&](const auto& p) { return p.first == key; });
-    if (it == kv.end()) throw std::logic_error("family template: no value for $" + key + "$");
-    out.append(tpl, i, a - i);
-    out += it->second;
-    i = b + 1;
+    if (knobs.empty()) line += ">;";
+    out += line + "\n";
   }
+  out += std::string("extern \"C\" int kernelrl_launch(const kernelrl_args* args, void* ") +
+         (cuda ? "stream" : "/*stream: host backend*/") + ") {\n  return " + call + ";\n}\n";
   return out;
 }
 
@@ -73,10 +70,16 @@ const std::vector<FamilyInfo>& kernel_families() {
       {"hgemm_wmma", "hgemm", "cuda", "WMMA 16x16x16 tensor-core fragments", ""},
       {"hgemm_mma", "hgemm", "cuda",
        "mma.sync m16n8k16 + ldmatrix + multi-stage cp.async, swizzled smem, block swizzle, "
-       "split-K, double-buffered fragments", ""},
+       "split-K, double-buffered fragments",
+       ""},
       {"hgemm_wgmma", "hgemm", "cuda",
        "sm_90a wgmma + TMA multistage mbarrier pipeline, producer/consumer warpgroups, "
        "persistent rastered tiles, 2-CTA multicast clusters, TMA-store epilogue, split-K",
+       "sm_90a"},
+      {"hgemm_small", "hgemm", "cuda",
+       "latency-first mma.sync + cp.async for small and skinny shapes: one wave of small tiles, "
+       "split-K reduced inside the kernel through a cluster's distributed shared memory, "
+       "optional programmatic dependent launch",
        "sm_90a"},
       {"hgemm_cutlass", "hgemm", "cuda",
        "sm_90a CUTLASS 3.x collective builders: TMA warp-specialized cooperative and ping-pong "
@@ -92,22 +95,6 @@ const std::vector<FamilyInfo>& kernel_families() {
       {"matmul", "general", "cuda,host", "small fp32 matmul + bias + activation, matvec, bmm", ""},
   };
   return f;
-}
-
-std::string kernel_abi_prelude() {
-  return R"(#ifndef KERNELRL_KERNEL_ABI_H  // the contract of reward/kernel_abi.h
-#define KERNELRL_KERNEL_ABI_H
-#include <stddef.h>
-#include <stdint.h>
-typedef struct {
-  const void* inputs[8];  int n_inputs;
-  void*       outputs[4]; int n_outputs;
-  int64_t     dims[8];    int n_dims;
-  void*       workspace;  size_t workspace_bytes;
-} kernelrl_args;
-extern "C" int kernelrl_launch(const kernelrl_args* args, void* stream);
-#endif
-)";
 }
 
 bool arch_runs(const std::string& needed, const std::string& device_arch) {
@@ -197,12 +184,19 @@ std::vector<KernelVariant> round_robin_variants(std::vector<std::vector<KernelVa
   return out;
 }
 
+std::pair<std::string, std::string> split_instance(const std::string& source) {
+  const size_t at = source.find("\n// ---- instance:");
+  if (at == std::string::npos)
+    throw std::invalid_argument("variant source without an instance block");
+  return {source.substr(0, at), source.substr(at)};
+}
+
 Triplet variant_triplet(const KernelVariant& v) {
   Triplet t;
   t.id = "family:" + v.name;
   t.instruction = v.instruction;
   std::ostringstream ctx;
-  ctx << "Contract (reward/kernel_abi.h): the candidate defines extern \"C\" int "
+  ctx << "Contract (kernel_abi.h): the candidate defines extern \"C\" int "
          "kernelrl_launch(const kernelrl_args* args, void* stream) and returns 0 on success; "
          "kernelrl_args holds inputs[8], outputs[4], dims[8], a workspace of 32 MiB and its "
          "size. ";
@@ -213,7 +207,7 @@ Triplet variant_triplet(const KernelVariant& v) {
   else
     ctx << "The host backend compiles it with g++ into a shared library and calls it with a "
            "null stream on host memory.";
-  if (v.family == "hgemm_mma")
+  if (v.family == "hgemm_mma" || v.family == "hgemm_small")
     ctx << "\nmma.sync.aligned.m16n8k16.row.col: A fragment 4 x .b32 (rows g and g+8, k pairs "
            "2t, 2t+8), B fragment 2 x .b32 (k pairs for column g), C fragment rows g and g+8, "
            "columns 2t, 2t+1, with g = lane/4, t = lane%4. ldmatrix.x4 loads four 8x8 matrices "

@@ -1,17 +1,20 @@
 // Kernel families: parameterized generators that write complete candidate kernels against the
-// evaluator contract (reward/kernel_abi.h: `extern "C" int kernelrl_launch(const kernelrl_args*,
-// void* stream)`), each with an instruction stating the target and the choices made.
+// evaluator contract (kernels/kernel_abi.h: `extern "C" int kernelrl_launch(const kernelrl_args*,
+// void* stream)`), each with an instruction stating the target and the choices made. Every
+// family's kernels are real files in kernels/ (embedded at build time by kernels/CMakeLists.txt):
+// a variant's source is its family's file (which includes "kernel_abi.h", provided by the
+// evaluator) followed by an instance block that sets the variant's knobs as a Config and defines
+// kernelrl_launch (families_internal.h instance_block).
 //   HGEMM (CUDA): hgemm_tiled (shared-memory SIMT), hgemm_wmma (WMMA 16x16x16), hgemm_mma
 //   (mma.sync m16n8k16 + ldmatrix + multi-stage cp.async, XOR-swizzled shared memory, grouped
 //   block rasterization, split-K, and a main loop with register-double-buffered fragments),
-//   hgemm_wgmma (sm_90a only: wgmma + TMA + mbarrier pipeline, warp-specialized, persistent;
-//   its body is kernels/hgemm_wgmma.cuh, embedded at build time), hgemm_cutlass (sm_90a only:
-//   CUTLASS 3.x collective builders, cooperative / ping-pong / stream-K; its body is
-//   kernels/hgemm_cutlass.cuh, compiled against the evaluator's CUTLASS headers); HGEMM (host):
-//   hgemm_host. General (CUDA and host, one variant set per general task op): elementwise,
-//   reduction, softmax, norm, transpose, gather_scatter, matmul. Generated sources carry their
-//   own copy of the ABI struct under the include guard KERNELRL_KERNEL_ABI_H, so they compile
-//   alone or after reward/kernel_abi.h.
+//   hgemm_small (latency-first mma.sync for small and skinny shapes: one wave, split-K reduced
+//   in the kernel through a cluster's distributed shared memory), hgemm_wgmma (sm_90a only:
+//   wgmma + TMA + mbarrier pipeline, warp-specialized, persistent), hgemm_cutlass (sm_90a only:
+//   CUTLASS 3.x collective builders, cooperative / ping-pong / stream-K, compiled against the
+//   evaluator's CUTLASS headers); HGEMM (host): hgemm_host. General (CUDA and host, one variant
+//   set per general task op): elementwise, reduction, softmax, norm, transpose, gather_scatter,
+//   matmul.
 // Contract per task kind: HGEMM: inputs[0]=A (MxK row-major fp16), inputs[1]=B (KxN row-major
 // for nn, column-major for tn), outputs[0]=C (MxN row-major fp16), dims={M,N,K}; general: inputs
 // and outputs in the op's order (task_ops.h), dims = the op's sizes in order, params baked in as
@@ -55,9 +58,6 @@ const std::vector<FamilyInfo>& kernel_families();
 // "host"); arch-specific targets ("sm_90a") run only on that arch. "" for either side = any.
 bool arch_runs(const std::string& needed, const std::string& device_arch);
 
-// The ABI block every generated source starts with.
-std::string kernel_abi_prelude();
-
 // Every variant a HGEMM family offers (its whole parameter grid, both layouts and accumulators).
 std::vector<KernelVariant> hgemm_family_variants(const std::string& family);
 // Variants of a general family for one op (with its params; empty = defaults in task_suite).
@@ -84,5 +84,12 @@ std::vector<KernelVariant> sample_variants(const std::string& families, int64_t 
                                            const std::vector<TaskSpec>& tasks);
 
 Triplet variant_triplet(const KernelVariant& v);
+
+// A variant's source split at its instance block ("\n// ---- instance:"): {its kernels/ body,
+// the instance block}. The body is the same text for every variant of a family (and op
+// category), so several variants compile in one translation unit as the distinct bodies, then
+// each instance (in a namespace of its own, with its entry point renamed). Throws
+// std::invalid_argument when there is no instance block.
+std::pair<std::string, std::string> split_instance(const std::string& source);
 
 }  // namespace kernelrl

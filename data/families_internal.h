@@ -9,8 +9,20 @@
 
 namespace kernelrl::families {
 
-// Replaces every `$KEY$` in `tpl` by its value; throws std::logic_error on a key left over.
-std::string fill(std::string tpl, const std::vector<std::pair<std::string, std::string>>& kv);
+// A Config's knobs in order: name and C++ value ("64", "true").
+using ConfigArgs = std::vector<std::pair<std::string, std::string>>;
+
+// The instance block a variant's source ends with (after its kernels/ body):
+//   // ---- instance: <what>
+//   <decls>                                                  (when not empty)
+//   using Cfg = <config></*KNOB=*/value, ...>;               (when config is not empty)
+//   extern "C" int kernelrl_launch(const kernelrl_args* args, void* stream) {
+//     return <call>;
+//   }
+// The host backend's entry point leaves the stream unnamed (it is null there).
+std::string instance_block(const std::string& what, const std::string& decls,
+                           const std::string& config, const ConfigArgs& knobs,
+                           const std::string& call, bool cuda);
 
 // "name=value, ..." for instructions and ids.
 std::string param_list(const std::vector<std::pair<std::string, int64_t>>& p, const char* sep);
@@ -26,5 +38,7 @@ std::string hgemm_contract(const std::string& layout, const std::string& acc);
 std::vector<KernelVariant> hgemm_wgmma_variants();
 // hgemm_cutlass's variants (families_hgemm_cutlass.cpp), both layouts, fp32 accumulation.
 std::vector<KernelVariant> hgemm_cutlass_variants();
+// hgemm_small's variants (families_hgemm_small.cpp), both layouts, fp32 accumulation.
+std::vector<KernelVariant> hgemm_small_variants();
 
 }  // namespace kernelrl::families

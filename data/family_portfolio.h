@@ -19,7 +19,15 @@
 //   split-K (s > 1) adds the reduction pass 2·s·M·N·4 bytes / W and a second launch, 2 µs;
 //   every variant adds a fixed 3 µs; R = 5.5 TFLOP/s per SM, W = 3 TB/s.
 // Memory traffic is left out (every variant of a shape moves the same compulsory bytes), so
-// the model orders variants by padded work and wave tails only; ties keep the list order. The
+// the model orders variants by padded work and wave tails only; ties keep the list order.
+// hgemm_small (latency first, every variant a candidate) has a latency model of its own,
+// fitted to its measured device times on an H100 (issue 24, docs/benchmarks.md): b = blocks
+// (tiles·s), kt = ceil(ceil(K/BK)/s) k-tiles per block, rounds = ceil(kt/(STAGES-1)),
+//   t = 2.1 + max(0.69·(rounds-1), kt·2·BM·BN·BK / (1.65e12·(BM·BN/4096)^0.16) · max(1, b/sms))
+//       + 2·b·kt·(BM+BN)·BK / 22e12 + 2·M·N / (1.6e12 direct stores, 4e12 staged)
+//       + (s > 1) (1.5 + 0.71·b/100)  [cluster launch, barriers, reduction]
+//       + PDL: -0.26 for b < 48 or b >= 400, +0.4 for 100 <= b < 400   [µs]
+// and its class is the tile with its BK and split. The
 // pick takes, per family, the best-ranked variant of each class (tile, the split it runs with,
 // schedule) first, then fills up by rank, `per_family` in all (0 = the whole list, ranked).
 #pragma once

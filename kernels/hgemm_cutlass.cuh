@@ -14,6 +14,8 @@
 #include <cutlass/gemm/collective/collective_builder.hpp>
 #include <cutlass/gemm/kernel/gemm_universal.hpp>
 
+#include "kernel_abi.h"
+
 namespace hgemm_cutlass {
 namespace {
 using namespace cute;

@@ -9,8 +9,8 @@
 // column-major for tn (K-major). Epilogue: 16-bit stores straight from the accumulators, or
 // swizzled shared memory + TMA store. Host side: tensor maps are encoded on every call through
 // the driver entry point (no -lcuda), launches only enqueue on the given stream.
-// A candidate is the kernelrl_args contract (reward/kernel_abi.h or the families' prelude), this
-// file, and an instance block: `using Cfg = hgemm_wgmma::Config<...>;` and a kernelrl_launch that
+// A candidate is this file (it includes the kernelrl_args contract, kernel_abi.h) and an instance
+// block: `using Cfg = hgemm_wgmma::Config<...>;` and a kernelrl_launch that
 // returns hgemm_wgmma::run<Cfg>(args, stream). Measured on an H100: docs/benchmarks.md.
 #ifndef KERNELRL_HGEMM_WGMMA_CUH
 #define KERNELRL_HGEMM_WGMMA_CUH
@@ -20,6 +20,8 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <stdint.h>
+
+#include "kernel_abi.h"
 
 namespace hgemm_wgmma {
 // Internal linkage for everything: a function-local static of an inline or template function

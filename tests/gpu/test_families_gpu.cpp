@@ -4,19 +4,20 @@
 //   HGEMM: tiled, WMMA and mma.sync (the simple and the double-buffered main loop, split-K, both
 //   layouts, fp32 and fp16 accumulation) on 192x320x448 (partial 128-wide tiles in M and N) and
 //   the new main loop also on 256x384x4096 (integer sums above 2048: fp32 accumulation shows);
-//   general: one CUDA variant of every general family on its suite task.
-// A negative control (an mma variant that skips its last k-tile) must be caught. Skips where no
-// GPU is visible.
+//   general: one CUDA variant of every general family on its suite task;
+//   hgemm_small (sm_90a): every tile, split-K 1-16 through clusters, PDL on and off, both layouts.
+// Negative controls (an mma variant that skips its last k-tile, a hgemm_small variant whose
+// cluster reduction drops one block's partial) must be caught. Skips where no GPU is visible.
 #include <gtest/gtest.h>
 
 #include <cstdio>
 #include <functional>
 #include <set>
 
-#include "gpu_test_util.h"
 #include "data/families.h"
 #include "data/task_ops.h"
 #include "data/task_suite.h"
+#include "gpu_test_util.h"
 #include "reward/evaluator.h"
 #include "test_util.h"
 
@@ -119,8 +120,9 @@ TEST(FamiliesGpu, VariantsOfEveryCudaFamilyPassTheEvaluator) {
   // Negative control: the double-buffered mma variant without its last k-tile.
   std::string bad = pick("hgemm_mma", "nn", "f32", dbuf(128, 256, 32, 1)).source;
   const std::string loop = "for (int kt = 0; kt < k_tiles; ++kt) {";
-  ASSERT_NE(bad.find(loop), std::string::npos);
-  bad.replace(bad.find(loop), loop.size(), "for (int kt = 0; kt < k_tiles - 1; ++kt) {");
+  const size_t dbuf_loop = bad.find(loop, bad.find("void mainloop_dbuf("));
+  ASSERT_NE(dbuf_loop, std::string::npos);
+  bad.replace(dbuf_loop, loop.size(), "for (int kt = 0; kt < k_tiles - 1; ++kt) {");
   EvalResult r = ev.evaluate_one(deep, bad);
   EXPECT_EQ(r.status, EvalStatus::wrong_answer) << r.check << ": " << r.reason;
 }
@@ -148,7 +150,8 @@ TEST(FamiliesGpu, WgmmaSamplePassesTheEvaluatorAndABrokenOneFails) {
   };
   const TaskSpec partial = hgemm_task(192, 320, 448, "nn"),
                  partial_tn = hgemm_task(192, 320, 448, "tn");
-  const TaskSpec deep = hgemm_task(256, 384, 4096, "nn"), deep_tn = hgemm_task(256, 384, 4096, "tn");
+  const TaskSpec deep = hgemm_task(256, 384, 4096, "nn"),
+                 deep_tn = hgemm_task(256, 384, 4096, "tn");
   std::vector<Case> cases = {
       {partial, pick("hgemm_wgmma", "nn", "f32", knobs(128, 256, 64, 1, 1, 1))},
       {partial_tn, pick("hgemm_wgmma", "tn", "f32", knobs(128, 256, 64, 2, 1, 1))},
@@ -232,6 +235,64 @@ TEST(FamiliesGpu, CutlassSamplePassesTheEvaluatorAndABrokenOneFails) {
   ASSERT_NE(bad.find(shape), std::string::npos);
   bad.replace(bad.find(shape), shape.size(), "{int(M), int(N), int(K) - 64, 1}");
   EvalResult r = ev.evaluate_one(deep, bad);
+  EXPECT_EQ(r.status, EvalStatus::wrong_answer) << r.check << ": " << r.reason;
+}
+
+// hgemm_small (sm_90a only; skipped elsewhere): every tile with and without split-K, splits 2-16
+// (one cluster per output tile, reduced through distributed shared memory), PDL on and off, both
+// layouts, on partial tiles in M and N (192x320x448: 448 is 7 k-tiles of 64, so a split of 4 or
+// 8 leaves ranks with fewer or no k-tiles), a deep K (256x384x4096: integer sums above 2048, where
+// fp32 accumulation shows) and one tile split 16 ways (64x64x4096), both epilogues, BK 128.
+// Negative control: the cluster reduction without block 0's partial must be a wrong answer.
+TEST(FamiliesGpu, SmallSamplePassesTheEvaluatorAndABrokenOneFails) {
+  REQUIRE_CUDA();
+  testing::ScratchDir dir;
+  Evaluator ev(gpu_config(dir), dir / "results.sqlite");
+  if (ev.arch() != "sm_90a") GTEST_SKIP() << "hgemm_small needs sm_90a, device is " << ev.arch();
+  auto knobs = [](int bm, int bn, int bk, int split, int pdl, int epi = 1) {
+    return [=](const KernelVariant& v) {
+      return param(v, "BM") == bm && param(v, "BN") == bn && param(v, "BK") == bk &&
+             param(v, "SPLITK") == split && param(v, "PDL") == pdl && param(v, "EPI") == epi;
+    };
+  };
+  const TaskSpec partial = hgemm_task(192, 320, 448, "nn"),
+                 partial_tn = hgemm_task(192, 320, 448, "tn");
+  const TaskSpec deep = hgemm_task(256, 384, 4096, "nn"),
+                 deep_tn = hgemm_task(256, 384, 4096, "tn");
+  std::vector<Case> cases = {
+      {partial, pick("hgemm_small", "nn", "f32", knobs(32, 32, 64, 1, 1, 0))},
+      {partial_tn, pick("hgemm_small", "tn", "f32", knobs(32, 32, 128, 1, 1))},
+      {partial, pick("hgemm_small", "nn", "f32", knobs(32, 64, 128, 1, 0))},
+      {partial_tn, pick("hgemm_small", "tn", "f32", knobs(32, 64, 64, 2, 0))},
+      {partial, pick("hgemm_small", "nn", "f32", knobs(64, 32, 64, 4, 1))},
+      {partial_tn, pick("hgemm_small", "tn", "f32", knobs(64, 64, 64, 8, 1))},
+      {partial, pick("hgemm_small", "nn", "f32", knobs(64, 64, 64, 1, 0, 0))},
+      {partial_tn, pick("hgemm_small", "tn", "f32", knobs(64, 128, 32, 4, 1))},
+      {partial, pick("hgemm_small", "nn", "f32", knobs(128, 64, 32, 2, 1))},
+      {partial_tn, pick("hgemm_small", "tn", "f32", knobs(128, 128, 32, 1, 1))},
+      {deep, pick("hgemm_small", "nn", "f32", knobs(128, 128, 32, 8, 0))},
+      {deep_tn, pick("hgemm_small", "tn", "f32", knobs(64, 64, 64, 16, 1))},
+      {deep, pick("hgemm_small", "nn", "f32", knobs(32, 32, 64, 16, 1))},
+      {hgemm_task(64, 64, 4096, "nn"), pick("hgemm_small", "nn", "f32", knobs(64, 64, 64, 16, 1))},
+      {hgemm_task(64, 64, 4096, "tn"), pick("hgemm_small", "tn", "f32", knobs(32, 64, 128, 16, 0))},
+  };
+  std::vector<std::string> sources;
+  for (const auto& c : cases) sources.push_back(c.v.source);
+  EXPECT_EQ(ev.precompile(sources), static_cast<int>(sources.size()));
+  for (const auto& c : cases) {
+    EvalResult r = ev.evaluate_one(c.task, c.v.source);
+    std::printf("%-92s %-22s %s %.2f us (x%.3f %s)\n", c.v.name.c_str(), c.task.name.c_str(),
+                status_name(r.status), r.cand.median_us, r.speedup, r.reference.c_str());
+    EXPECT_EQ(r.status, EvalStatus::ok)
+        << c.v.name << " on " << c.task.name << ": " << r.check << ": " << r.reason << "\n"
+        << r.compile_log;
+  }
+  // Block 0 always has k-tiles (a later block may have none when K is short): drop its partial.
+  std::string bad = cases[5].v.source;
+  const std::string sum = "for (int q = 0; q < S; ++q) {";
+  ASSERT_NE(bad.find(sum), std::string::npos);
+  bad.replace(bad.find(sum), sum.size(), "for (int q = 1; q < S; ++q) {");
+  EvalResult r = ev.evaluate_one(partial_tn, bad);
   EXPECT_EQ(r.status, EvalStatus::wrong_answer) << r.check << ": " << r.reason;
 }
 

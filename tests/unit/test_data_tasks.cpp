@@ -182,28 +182,33 @@ struct Library {
   }
 };
 
-// Compiles sources into one shared library, renaming each kernelrl_launch to kernelrl_launch_<i>
-// inside its own namespace (the ABI block is included once, first; its guard skips the copies).
+// Compiles sources into one shared library: each distinct kernels/ body once, then each
+// variant's instance block in a namespace of its own with kernelrl_launch renamed
+// kernelrl_launch_<i>.
 void compile_host(const std::vector<std::string>& sources, const std::filesystem::path& dir,
                   Library& lib) {
-  std::string tu =
-      "#include <algorithm>\n#include <cmath>\n#include <cstddef>\n#include <cstdint>\n"
-      "#include <cstring>\n" +
-      kernel_abi_prelude();
-  for (size_t i = 0; i < sources.size(); ++i)
-    tu += "#define kernelrl_launch kernelrl_launch_" + std::to_string(i) + "\nnamespace v" +
-          std::to_string(i) + " {\n" + sources[i] + "\n}\n#undef kernelrl_launch\n";
+  std::string bodies, instances;
+  std::set<std::string> seen;
+  for (size_t i = 0; i < sources.size(); ++i) {
+    auto [body, instance] = split_instance(sources[i]);
+    if (seen.insert(body).second) bodies += body + "\n";
+    instances += "namespace v" + std::to_string(i) +
+                 " {\n#define kernelrl_launch kernelrl_launch_" + std::to_string(i) + "\n" +
+                 instance + "#undef kernelrl_launch\n}\n";
+  }
+  const std::string tu = bodies + instances;
   write_text(dir / "all.cpp", tu);
   std::string cmd =
-      "g++ -std=c++17 -O1 -fPIC -shared -Wall -Wextra -Werror -Wno-unused-function -o " +
-      (dir / "all.so").string() + " " + (dir / "all.cpp").string();
+      "g++ -std=c++17 -O1 -fPIC -shared -Wall -Wextra -Werror -Wno-unused-function -I " +
+      std::string(KERNELRL_SOURCE_DIR) + "/kernels -o " + (dir / "all.so").string() + " " +
+      (dir / "all.cpp").string();
   auto r = testing::run_command(cmd);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   lib.handle = dlopen((dir / "all.so").c_str(), RTLD_NOW | RTLD_LOCAL);
   ASSERT_NE(lib.handle, nullptr) << dlerror();
 }
 
-struct Args {  // the layout of kernelrl_args (reward/kernel_abi.h)
+struct Args {  // the layout of kernelrl_args (kernels/kernel_abi.h)
   const void* inputs[8];
   int n_inputs;
   void* outputs[4];
