@@ -14,7 +14,7 @@
 
 #include "common/error.h"
 #include "common/fs.h"
-#include "reward/kernel_abi_text.h"  // generated: kKernelAbiText, the text of reward/kernel_abi.h
+#include "reward/kernel_abi_text.h"  // generated: kKernelAbiText, the text of kernels/kernel_abi.h
 #include "reward/subprocess.h"
 
 namespace kernelrl {

@@ -119,7 +119,7 @@ ScreenResult screen_source(const std::string& source, bool hgemm) {
   if (!std::regex_search(code, kEntry))
     return {false, "missing_entry_point",
             "no definition of `int kernelrl_launch(const kernelrl_args* args, void* stream)` "
-            "(see reward/kernel_abi.h)"};
+            "(see kernels/kernel_abi.h)"};
   return res;
 }
 
