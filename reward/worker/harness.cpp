@@ -758,29 +758,35 @@ Harness::Harness(Backend& backend, RunnerOptions runner)
     : impl_(std::make_unique<Impl>(backend, std::move(runner))) {}
 Harness::~Harness() = default;
 
-nlohmann::json Harness::baselines(const nlohmann::json& request, const Tick& tick) {
-  TaskSpec task = task_from_json(request.at("task"));
-  Opts o = parse_opts(request);
+namespace {
+
+// Every LibTorch op of an evaluation (poison, draws, references, baselines) goes on the backend's
+// stream, in order with the candidate's calls.
+struct OnBackendStream {
 #ifdef KERNELRL_HAVE_CUDA
   std::optional<c10::cuda::CUDAStreamGuard> guard;
-  if (impl_->be.gpu())
-    guard.emplace(c10::cuda::getStreamFromExternal(static_cast<cudaStream_t>(impl_->be.stream()),
-                                                   impl_->be.device_index()));
 #endif
+  explicit OnBackendStream(Backend& be) {
+#ifdef KERNELRL_HAVE_CUDA
+    if (be.gpu())
+      guard.emplace(c10::cuda::getStreamFromExternal(static_cast<cudaStream_t>(be.stream()), be.device_index()));
+#endif
+  }
+};
+
+}  // namespace
+
+nlohmann::json Harness::baselines(const nlohmann::json& request, const Tick& tick) {
+  const TaskSpec task = task_from_json(request.at("task"));
+  const Opts o = parse_opts(request);
+  OnBackendStream on_stream(impl_->be);
   return impl_->baselines_only(task, o, tick);
 }
 
 nlohmann::json Harness::evaluate(const nlohmann::json& request, const std::string& so, const Tick& tick) {
-  TaskSpec task = task_from_json(request.at("task"));
-  Opts o = parse_opts(request);
-#ifdef KERNELRL_HAVE_CUDA
-  // Every LibTorch op of the evaluation (poison, draws, references, baselines) goes on the
-  // candidate's stream, in order with its calls.
-  std::optional<c10::cuda::CUDAStreamGuard> guard;
-  if (impl_->be.gpu())
-    guard.emplace(c10::cuda::getStreamFromExternal(static_cast<cudaStream_t>(impl_->be.stream()),
-                                                   impl_->be.device_index()));
-#endif
+  const TaskSpec task = task_from_json(request.at("task"));
+  const Opts o = parse_opts(request);
+  OnBackendStream on_stream(impl_->be);
   try {
     return impl_->run(task, so, o, tick);
   } catch (const CheckFailure& f) {
