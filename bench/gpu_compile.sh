@@ -9,7 +9,8 @@
 #              of the base commit (`git show main:reward/compile.cpp > BASE_DIR/reward/...`)
 # CUTLASS headers: $KERNELRL_CUTLASS_INCLUDE, else .device/cutlass-include.tgz of the repo root
 # (DEVICE_DIR), else the nvidia-cutlass wheel of .venv. COUNT_CUTLASS (32) and COUNT_WGMMA (32)
-# sources, evenly spaced over each family's sorted variants; JOBS (0 = every CPU).
+# sources, evenly spaced over each family's sorted variants; JOBS (0 = every CPU); PROCS=N
+# compiles the CUTLASS samples by N processes at once instead (the ranks of one host).
 # No GPU is used: a 16-core GPU machine's host is what the target names. About 4 minutes there.
 set -uo pipefail
 src=$(realpath "${1:?usage: gpu_compile.sh SOURCES_DIR BASE_DIR OUT_DIR}")
@@ -58,13 +59,22 @@ nvcc_v=$(nvcc --version | sed -n 's/.*release \([0-9.]*\).*/\1/p')
 summary=$out/compile_summary.csv rows=$out/compile_rows.csv
 rm -f "$summary" "$rows"
 
-run() {  # run WHICH FAMILY COUNT
-  local which=$1 fam=$2 n=$3
+run() {  # run WHICH FAMILY COUNT [PROCS]
+  local which=$1 fam=$2 n=$3 procs=${4:-1}
   "$work/bench_compile_$which" --sources "$src" --match "$fam" --count "$n" --jobs "$jobs" \
-    --include "$inc" --arch sm_90a --cache "$work/cache-$which-$fam" --label "$which:$fam" \
-    --csv "$rows" --summary "$summary" | tail -1
+    --procs "$procs" --include "$inc" --arch sm_90a --cache "$work/cache-$which-$fam" \
+    --label "$which:$fam$( (( procs > 1 )) && echo ":procs$procs")" --csv "$rows" --summary "$summary" | tail -1
   echo "  ($(( $(date +%s) - t_start )) s)"
 }
+# PROCS=N: only the CUTLASS samples, compiled by N processes at once (as N ranks of a job on this
+# host, each pool with jobs = every CPU), before and after; nothing else.
+if (( ${PROCS:-1} > 1 )); then
+  run before hgemm_cutlass "${COUNT_CUTLASS:-32}" "$PROCS"
+  run after hgemm_cutlass "${COUNT_CUTLASS:-32}" "$PROCS"
+  free -g | head -2
+  cat "$summary"
+  exit 0
+fi
 # Before and after alternate per family; the cache of one run is never the next one's.
 run before hgemm_cutlass "${COUNT_CUTLASS:-32}"
 run after hgemm_cutlass "${COUNT_CUTLASS:-32}"
