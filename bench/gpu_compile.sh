@@ -35,8 +35,11 @@ fi
 cutlass_v=$(grep -hE "#define CUTLASS_(MAJOR|MINOR|PATCH) " "$inc/cutlass/version.h" | awk '{printf "%s%s", sep, $3; sep="."}')
 
 # ---- two builds of bench_compile: the base pool and this tree's ------------------------------
+# The contract's text, as reward/CMakeLists.txt embeds it (kernels/kernel_abi.h since issue 24).
+abi_h=$root/kernels/kernel_abi.h
+[[ -f $abi_h ]] || abi_h=$root/reward/kernel_abi.h
 mkdir -p "$work/gen/reward"
-{ printf '#pragma once\nstatic const char kKernelAbiText[] = R"KRLABI('; cat "$root/reward/kernel_abi.h"; printf ')KRLABI";\n'; } \
+{ printf '#pragma once\nstatic const char kKernelAbiText[] = R"KRLABI('; cat "$abi_h"; printf ')KRLABI";\n'; } \
   > "$work/gen/reward/kernel_abi_text.h"
 build() {  # build NAME POOL_ROOT: the bench against POOL_ROOT's reward/compile.* and subprocess.*
   local name=$1 pool=$2 d=$work/src-$1
@@ -83,7 +86,7 @@ run after hgemm_wgmma "${COUNT_WGMMA:-32}"
 
 # ---- one CUTLASS candidate, alone on the host: nvcc's phases (--time) ------------------------
 one=$(ls "$src" | grep hgemm_cutlass | sort | head -1)
-abi=$work/abi && mkdir -p "$abi" && cp "$root/reward/kernel_abi.h" "$abi/"
+abi=$work/abi && mkdir -p "$abi" && cp "$abi_h" "$abi/kernel_abi.h"
 { echo '#include "kernel_abi.h"'; echo '#line 1 "candidate"'; cat "$src/$one"; } > "$work/one.cu"
 sed '/^\/\/ ---- instance/,$d' "$work/one.cu" > "$work/headers_only.cu"  # the includes + body, no instance
 flags=(-O3 -DNDEBUG -std=c++17 -shared -Xcompiler -fPIC -lineinfo -cudart shared
