@@ -6,7 +6,7 @@
 // per run. Uses only the CompilePool calls that the pool had before issue 23, so
 // bench/gpu_compile.sh builds it with g++ against either copy of reward/compile.* (before and
 // after, in one call on one host); CMake builds it with the other benches.
-//   bench_compile --sources DIR --match hgemm_cutlass --count 32 --jobs 0 --arch sm_90a \
+//   bench_compile --sources DIR --match hgemm_cutlass --count 32 --jobs 0 --arch sm_90a
 //                 --include CUTLASS_INCLUDE --cache /tmp/c --label after --csv rows.csv
 #include <spawn.h>
 #include <sys/resource.h>
@@ -35,8 +35,8 @@ namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
 struct Options {
-  std::string sources, match, include, arch = "sm_90a", backend = "gpu", cache, label = "run",
-                                       csv, summary;
+  std::string sources, match, include, arch = "sm_90a", backend = "gpu", cache, label = "run", csv,
+                                       summary;
   int count = 0, jobs = 0, procs = 1, rank = -1;
   double timeout_s = 600;
 };
@@ -57,21 +57,36 @@ Options parse(int argc, char** argv) {
       if (i + 1 >= argc) usage(a + " needs a value");
       return argv[++i];
     };
-    if (a == "--sources") o.sources = val();
-    else if (a == "--match") o.match = val();
-    else if (a == "--count") o.count = std::stoi(val());
-    else if (a == "--jobs") o.jobs = std::stoi(val());
-    else if (a == "--procs") o.procs = std::stoi(val());
-    else if (a == "--rank") o.rank = std::stoi(val());
-    else if (a == "--include") o.include = val();
-    else if (a == "--arch") o.arch = val();
-    else if (a == "--backend") o.backend = val();
-    else if (a == "--cache") o.cache = val();
-    else if (a == "--label") o.label = val();
-    else if (a == "--csv") o.csv = val();
-    else if (a == "--summary") o.summary = val();
-    else if (a == "--timeout") o.timeout_s = std::stod(val());
-    else usage("unknown argument " + a);
+    if (a == "--sources")
+      o.sources = val();
+    else if (a == "--match")
+      o.match = val();
+    else if (a == "--count")
+      o.count = std::stoi(val());
+    else if (a == "--jobs")
+      o.jobs = std::stoi(val());
+    else if (a == "--procs")
+      o.procs = std::stoi(val());
+    else if (a == "--rank")
+      o.rank = std::stoi(val());
+    else if (a == "--include")
+      o.include = val();
+    else if (a == "--arch")
+      o.arch = val();
+    else if (a == "--backend")
+      o.backend = val();
+    else if (a == "--cache")
+      o.cache = val();
+    else if (a == "--label")
+      o.label = val();
+    else if (a == "--csv")
+      o.csv = val();
+    else if (a == "--summary")
+      o.summary = val();
+    else if (a == "--timeout")
+      o.timeout_s = std::stod(val());
+    else
+      usage("unknown argument " + a);
   }
   if (o.sources.empty() || o.cache.empty()) usage("--sources and --cache are required");
   if (o.procs < 1) usage("--procs must be >= 1");
@@ -103,7 +118,8 @@ std::string read_all(const fs::path& p) {
 double children_cpu_s() {
   rusage ru{};
   getrusage(RUSAGE_CHILDREN, &ru);
-  return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec + 1e-6 * (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+  return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec +
+         1e-6 * (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
 }
 
 // One process's share: sources[rank::procs] through one pool. Rows to `csv` (if any).
@@ -138,7 +154,8 @@ Share compile_share(const Options& o, const std::vector<fs::path>& files, int ra
       std::replace(first_error.begin(), first_error.end(), ',', ';');
     }
     rows << o.label << "," << rank << "," << mine[i].filename().string() << "," << out[i].ok << ","
-         << out[i].cached << "," << out[i].seconds << "," << done_at[i] << "," << first_error << "\n";
+         << out[i].cached << "," << out[i].seconds << "," << done_at[i] << "," << first_error
+         << "\n";
   }
   if (!o.csv.empty()) {
     std::string path = o.procs > 1 ? o.csv + ".rank" + std::to_string(rank) : o.csv;
@@ -213,12 +230,16 @@ int main(int argc, char** argv) {
   std::snprintf(line, sizeof line, "%s,%d,%d,%d,%d,%d,%.1f,%.1f,%.1f,%.2f", o.label.c_str(),
                 total.sources, total.compiled, total.ok, o.jobs, o.procs, wall,
                 total.sources / wall * 60, cpu, total.compiled ? cpu / total.compiled : 0.0);
-  std::printf("label,sources,compiled,ok,jobs,procs,wall_s,candidates_per_min,compiler_cpu_s,cpu_s_per_compile\n%s\n", line);
+  std::printf(
+      "label,sources,compiled,ok,jobs,procs,wall_s,candidates_per_min,compiler_cpu_s,cpu_s_per_"
+      "compile\n%s\n",
+      line);
   if (!o.summary.empty()) {
     bool fresh = !fs::exists(o.summary);
     std::ofstream s(o.summary, std::ios::app);
     if (fresh)
-      s << "label,sources,compiled,ok,jobs,procs,wall_s,candidates_per_min,compiler_cpu_s,cpu_s_per_compile\n";
+      s << "label,sources,compiled,ok,jobs,procs,wall_s,candidates_per_min,compiler_cpu_s,cpu_s_"
+           "per_compile\n";
     s << line << "\n";
   }
   return 0;

@@ -23,8 +23,9 @@ class RlGuard : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     dir_ = new ScratchDir;
-    auto synth = run_command("cd " + kSrc + " && " + kBin + " data synth --families all --n 120 --out " +
-                             (*dir_ / "synth.jsonl").string());
+    auto synth =
+        run_command("cd " + kSrc + " && " + kBin + " data synth --families all --n 120 --out " +
+                    (*dir_ / "synth.jsonl").string());
     ASSERT_EQ(synth.exit_code, 0) << synth.output;
   }
   static void TearDownTestSuite() {
@@ -67,8 +68,8 @@ TEST_F(RlGuard, FiresOnATwoRankStepWithoutUpdatesOrCompiledCandidates) {
   EXPECT_THAT(g.output, ::testing::HasSubstr("hgemm_rl step 1: updates 0, compiled_rate 0"));
   EXPECT_THAT(g.output, ::testing::HasSubstr("this step measured no RL"));
   // A run with fewer measured steps than asked for measured nothing either.
-  auto few = run_command(kPython + " " + kSrc + "/bench/rl_guard.py " + (*dir_ / "nothing").string() +
-                         " hgemm_rl --skip 1");
+  auto few = run_command(kPython + " " + kSrc + "/bench/rl_guard.py " +
+                         (*dir_ / "nothing").string() + " hgemm_rl --skip 1");
   EXPECT_EQ(few.exit_code, 1);
   EXPECT_THAT(few.output, ::testing::HasSubstr("0 measured step(s)"));
 }
