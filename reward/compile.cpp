@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -14,7 +15,6 @@
 #include <regex>
 #include <sstream>
 #include <thread>
-#include <chrono>
 
 #include "common/error.h"
 #include "common/fs.h"
