@@ -1,8 +1,12 @@
 #include "reward/compile.h"
 
+#include <fcntl.h>
+#include <sched.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -54,6 +58,192 @@ std::string trim_compiler_log(const std::string& log, const std::string& strip_p
   }
   if (total > lines) out += "[... " + std::to_string(total - lines) + " more lines]\n";
   return out;
+}
+
+std::string normalize_source(const std::string& src) {
+  // Bail-outs: raw strings (backslash-newline is not spliced inside them) and __LINE__ (a
+  // comment's newlines move to its line's end, which would renumber that one line).
+  if (src.find("R\"") != std::string::npos || src.find("__LINE__") != std::string::npos ||
+      src.find("__builtin_LINE") != std::string::npos)
+    return "";
+  std::string out;
+  out.reserve(src.size());
+  const size_t n = src.size();
+  size_t pending_newlines = 0;  // newlines of comments on this line, written at its end
+  bool blank = false;           // a run of blanks (or a comment) is waiting to become one space
+  bool line_start = true;       // nothing but blanks written on this line yet
+  bool include_line = false;    // an #include line: written as is (a header name may hold blanks)
+  bool word_is_number = false;  // the current identifier/number run began with a digit
+  bool in_word = false;
+  auto is_blank = [](char c) { return c == ' ' || c == '\t' || c == '\v' || c == '\f' || c == '\r'; };
+  auto is_word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.'; };
+  auto flush_blank = [&] {
+    if (blank) out += ' ';
+    blank = false;
+  };
+  auto end_line = [&] {  // blanks before a newline are dropped
+    blank = false;
+    out += '\n';
+    out.append(pending_newlines, '\n');
+    pending_newlines = 0;
+    line_start = true;
+    include_line = false;
+    in_word = false;
+  };
+  for (size_t i = 0; i < n;) {
+    char c = src[i];
+    if (include_line && c != '\n') {
+      out += c;
+      ++i;
+      continue;
+    }
+    if (c == '\n') {
+      // A backslash right before the newline (blanks between allowed, as GCC splices them)
+      // continues the line: keep the backslash and the newline.
+      end_line();
+      ++i;
+      continue;
+    }
+    if (is_blank(c)) {
+      blank = true;
+      in_word = false;
+      ++i;
+      continue;
+    }
+    if (c == '\\') {
+      size_t j = i + 1;
+      while (j < n && is_blank(src[j])) ++j;
+      if (j < n && src[j] == '\n') {  // line splice
+        flush_blank();
+        out += "\\\n";
+        out.append(pending_newlines, '\n');  // (none: a comment cannot end before a splice)
+        pending_newlines = 0;
+        i = j + 1;
+        line_start = false;  // leading blanks of the continued line stay one space
+        continue;
+      }
+    }
+    if (c == '/' && i + 1 < n && src[i + 1] == '/') {  // line comment, continued by splices
+      size_t j = i + 2;
+      for (; j < n && src[j] != '\n'; ++j)
+        if (src[j] == '\\') {
+          size_t k = j + 1;
+          while (k < n && is_blank(src[k])) ++k;
+          if (k < n && src[k] == '\n') {
+            ++pending_newlines;
+            j = k;
+          }
+        }
+      blank = !line_start;
+      in_word = false;
+      i = j;  // at the newline (or the end)
+      continue;
+    }
+    if (c == '/' && i + 1 < n && src[i + 1] == '*') {  // block comment: one space
+      size_t e = src.find("*/", i + 2);
+      if (e == std::string::npos) return "";
+      pending_newlines += static_cast<size_t>(std::count(src.begin() + i, src.begin() + e, '\n'));
+      blank = true;
+      in_word = false;
+      i = e + 2;
+      continue;
+    }
+    if (line_start && c == '#') {
+      size_t j = i + 1;
+      while (j < n && is_blank(src[j])) ++j;
+      if (src.compare(j, 7, "include") == 0) {
+        include_line = true;
+        size_t eol = src.find('\n', j);
+        if (src.substr(j, eol == std::string::npos ? std::string::npos : eol - j).find("/*") !=
+            std::string::npos)
+          return "";  // a comment opened on an #include line: not modelled
+      }
+    }
+    if (c == '"' || (c == '\'' && !(in_word && word_is_number))) {  // a literal, as written
+      size_t j = i + 1;
+      for (; j < n && src[j] != c; ++j) {
+        if (src[j] == '\n') return "";
+        if (src[j] == '\\') ++j;
+      }
+      if (j >= n) return "";
+      if (!line_start) flush_blank();
+      blank = false;
+      out.append(src, i, j + 1 - i);
+      line_start = false;
+      in_word = false;
+      i = j + 1;
+      continue;
+    }
+    if (!line_start) flush_blank();
+    blank = false;
+    if (is_word(c)) {
+      if (!in_word) word_is_number = std::isdigit(static_cast<unsigned char>(c)) ||
+                                     (c == '.' && i + 1 < n && std::isdigit(static_cast<unsigned char>(src[i + 1])));
+      in_word = true;
+    } else {
+      in_word = false;
+    }
+    out += c;
+    line_start = false;
+    ++i;
+  }
+  out.append(pending_newlines, '\n');
+  return out;
+}
+
+int host_cpus() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+fs::path default_host_slots_dir() {
+  return fs::temp_directory_path() / ("kernelrl-compile-slots-" + std::to_string(::getuid()));
+}
+
+HostSlots::HostSlots(fs::path dir, int slots) : dir_(std::move(dir)), slots_(std::max(0, slots)) {
+  std::error_code ec;
+  fs::create_directories(dir_, ec);
+  if (ec || !fs::is_directory(dir_)) slots_ = 0;
+}
+
+HostSlots::Held& HostSlots::Held::operator=(Held&& o) noexcept {
+  if (this != &o) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = o.fd_;
+    o.fd_ = -1;
+  }
+  return *this;
+}
+
+HostSlots::Held::~Held() {
+  if (fd_ >= 0) ::close(fd_);  // closing the descriptor drops the flock
+}
+
+HostSlots::Held HostSlots::try_acquire() {
+  if (slots_ <= 0) return {};
+  // Start at a per-thread place so that waiting threads do not all probe slot 0 first.
+  static std::atomic<unsigned> rotor{0};
+  unsigned start = rotor++ + static_cast<unsigned>(::getpid());
+  for (int t = 0; t < slots_; ++t) {
+    int s = static_cast<int>((start + t) % static_cast<unsigned>(slots_));
+    fs::path p = dir_ / ("slot-" + std::to_string(s));
+    int fd = ::open(p.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0) continue;
+    if (::flock(fd, LOCK_EX | LOCK_NB) == 0) return Held(fd);
+    ::close(fd);
+  }
+  return {};
+}
+
+HostSlots::Held HostSlots::acquire() {
+  if (slots_ <= 0) return {};
+  for (;;) {
+    Held h = try_acquire();
+    if (h.held()) return h;
+    // Compiles last 0.3-40 s: polling every 20 ms costs nothing that shows.
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
 }
 
 std::string find_nvcc() {
@@ -118,10 +308,12 @@ std::vector<std::string> resolve_include_dirs(const std::vector<std::string>& co
 }
 
 CompilePool::CompilePool(std::string backend, std::string arch, fs::path cache_dir, int jobs,
-                         double timeout_s, std::vector<std::string> include_dirs)
+                         double timeout_s, std::vector<std::string> include_dirs, int host_slots,
+                         fs::path host_slots_dir)
     : backend_(std::move(backend)), arch_(std::move(arch)), cache_dir_(std::move(cache_dir)),
-      jobs_(jobs > 0 ? jobs : std::max(1u, std::thread::hardware_concurrency())),
-      timeout_s_(timeout_s), include_dirs_(std::move(include_dirs)) {
+      jobs_(jobs > 0 ? jobs : host_cpus()), timeout_s_(timeout_s),
+      include_dirs_(std::move(include_dirs)),
+      host_slots_(std::move(host_slots_dir), host_slots < 0 ? 0 : host_slots > 0 ? host_slots : host_cpus()) {
   for (const auto& d : include_dirs_) {
     std::string v = cutlass_version(d);
     include_identity_ += (v.empty() ? "dir" : "cutlass-" + v) + ";";
@@ -139,7 +331,7 @@ CompilePool::CompilePool(std::string backend, std::string arch, fs::path cache_d
       toolkit_version_ = line;
   }
   std::error_code ec;
-  fs::create_directories(cache_dir_, ec);
+  fs::create_directories(cache_dir_ / "locks", ec);
   if (ec) throw UserError("reward.cache_dir: cannot create " + cache_dir_.string() + ": " + ec.message());
   // The ABI header, under the names a candidate may include it by.
   include_dir_ = cache_dir_ / ("include-" + content_hash(kKernelAbiText).substr(0, 12));
@@ -169,8 +361,8 @@ std::vector<std::string> CompilePool::command(const fs::path& src, const fs::pat
   return cmd;
 }
 
-std::string CompilePool::hash_of(const std::string& source) const {
-  std::string key = full_source(source);
+std::string CompilePool::key_of(const std::string& text) const {
+  std::string key = text;
   key += '\0';
   key += kKernelAbiText;
   for (const auto& a : command("SRC", "OUT")) {
@@ -183,18 +375,25 @@ std::string CompilePool::hash_of(const std::string& source) const {
   return content_hash(key);
 }
 
-CompileOutcome CompilePool::compile(const std::string& source) {
-  CompileOutcome r;
-  r.hash = hash_of(source);
-  fs::path so = cache_dir_ / (r.hash + ".so");
-  fs::path fail = cache_dir_ / (r.hash + ".fail");
-  fs::path logf = cache_dir_ / (r.hash + ".log");
+std::string CompilePool::hash_of(const std::string& source) const {
+  return key_of(full_source(source));
+}
+
+std::string CompilePool::compile_key(const std::string& source) const {
+  std::string n = normalize_source(full_source(source));
+  if (n.empty()) return hash_of(source);
+  return key_of("normalized-v1\n" + n);
+}
+
+bool CompilePool::lookup(CompileOutcome& r) const {
+  fs::path so = cache_dir_ / (r.key + ".so");
+  fs::path fail = cache_dir_ / (r.key + ".fail");
   if (fs::exists(so)) {
     r.ok = r.cached = true;
     r.so_path = so;
-    std::ifstream in(logf);
+    std::ifstream in(cache_dir_ / (r.key + ".log"));
     r.log.assign(std::istreambuf_iterator<char>(in), {});
-    return r;
+    return true;
   }
   if (fs::exists(fail)) {
     r.cached = true;
@@ -203,10 +402,54 @@ CompileOutcome CompilePool::compile(const std::string& source) {
     std::getline(in, first);
     r.timed_out = first == "timeout";
     r.log.assign(std::istreambuf_iterator<char>(in), {});
-    return r;
+    return true;
   }
+  return false;
+}
+
+namespace {
+
+// An exclusive flock on `path` for this scope: another process compiling the same key holds
+// it, and this one waits for its result instead of compiling the source a second time.
+class FileLock {
+ public:
+  explicit FileLock(const fs::path& path) {
+    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd_ >= 0)
+      while (::flock(fd_, LOCK_EX) != 0 && errno == EINTR) {
+      }
+  }
+  ~FileLock() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  FileLock(const FileLock&) = delete;
+  FileLock& operator=(const FileLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
+
+// Sources that include CUTLASS or CuTe take ~30x the CPU of a plain kernel (37 s against 1.2 s
+// for the families' samples on one core, docs/benchmarks.md): they start first.
+bool includes_cutlass(const std::string& source) {
+  static const std::regex re(R"(#\s*include\s*[<"](cutlass|cute)/)");
+  return std::regex_search(source, re);
+}
+
+}  // namespace
+
+CompileOutcome CompilePool::compile(const std::string& source) {
+  CompileOutcome r;
+  r.hash = hash_of(source);
+  r.key = compile_key(source);
+  if (lookup(r)) return r;
+  FileLock in_flight(cache_dir_ / "locks" / r.key);
+  if (lookup(r)) return r;  // another process compiled it while this one waited
+  fs::path so = cache_dir_ / (r.key + ".so");
+  fs::path fail = cache_dir_ / (r.key + ".fail");
+  fs::path logf = cache_dir_ / (r.key + ".log");
   // Private temp dir per compile; the .so is renamed into the cache only when complete.
-  fs::path tmp = cache_dir_ / ("tmp-" + r.hash + "-" + std::to_string(::getpid()) + "-" +
+  fs::path tmp = cache_dir_ / ("tmp-" + r.key + "-" + std::to_string(::getpid()) + "-" +
                                std::to_string(std::hash<std::thread::id>{}(std::this_thread::get_id())));
   fs::create_directories(tmp);
   fs::path src = tmp / (backend_ == "gpu" ? "candidate.cu" : "candidate.cpp");
@@ -215,8 +458,13 @@ CompileOutcome CompilePool::compile(const std::string& source) {
     out << full_source(source);
   }
   fs::path out_so = tmp / "candidate.so";
-  RunResult rr = run_process(command(src, out_so), timeout_s_, {}, /*pausable=*/true);
+  RunResult rr;
+  {
+    HostSlots::Held slot = host_slots_.acquire();
+    rr = run_process(command(src, out_so), timeout_s_, {}, /*pausable=*/true);
+  }
   r.seconds = rr.seconds;
+  r.cpu_seconds = rr.cpu_seconds;
   r.log = trim_compiler_log(rr.output, tmp.string() + "/");
   if (rr.timed_out) {
     r.timed_out = true;
@@ -239,16 +487,26 @@ std::vector<CompileOutcome> CompilePool::compile_all(
     const std::vector<std::string>& sources,
     const std::function<void(size_t, const CompileOutcome&)>& on_done) {
   std::vector<CompileOutcome> out(sources.size());
-  // One compile per distinct hash; the rest copy its outcome.
+  // One compile per distinct key; the rest copy its outcome (with their own exact hash).
   std::map<std::string, size_t> first;
   std::vector<size_t> pending;
-  std::vector<std::string> hashes(sources.size());
+  std::vector<std::string> keys(sources.size()), hashes(sources.size());
   std::map<size_t, std::vector<size_t>> dups;  // first index -> later duplicates
   for (size_t i = 0; i < sources.size(); ++i) {
     hashes[i] = hash_of(sources[i]);
-    if (first.emplace(hashes[i], i).second) pending.push_back(i);
-    else dups[first[hashes[i]]].push_back(i);
+    keys[i] = compile_key(sources[i]);
+    if (first.emplace(keys[i], i).second) pending.push_back(i);
+    else dups[first[keys[i]]].push_back(i);
   }
+  std::stable_partition(pending.begin(), pending.end(),
+                        [&](size_t i) { return includes_cutlass(sources[i]); });
+  auto copy_of = [&](size_t from, size_t to) {
+    CompileOutcome c = out[from];
+    c.hash = hashes[to];
+    c.cached = true;
+    c.seconds = c.cpu_seconds = 0;
+    return c;
+  };
   std::atomic<size_t> next{0};
   auto work = [&] {
     for (size_t t; (t = next++) < pending.size();) {
@@ -257,17 +515,14 @@ std::vector<CompileOutcome> CompilePool::compile_all(
         out[i] = compile(sources[i]);
       } catch (const std::exception& e) {
         out[i].hash = hashes[i];
+        out[i].key = keys[i];
         out[i].log = std::string("internal compile error: ") + e.what();
       }
       if (on_done) {
         on_done(i, out[i]);
         auto it = dups.find(i);  // read-only: threads share the map
         if (it != dups.end())
-          for (size_t d : it->second) {
-            CompileOutcome copy = out[i];
-            copy.cached = true;
-            on_done(d, copy);
-          }
+          for (size_t d : it->second) on_done(d, copy_of(i, d));
       }
     }
   };
@@ -277,10 +532,7 @@ std::vector<CompileOutcome> CompilePool::compile_all(
   work();
   for (auto& t : threads) t.join();
   for (size_t i = 0; i < sources.size(); ++i)
-    if (first[hashes[i]] != i) {
-      out[i] = out[first[hashes[i]]];
-      out[i].cached = true;
-    }
+    if (first[keys[i]] != i) out[i] = copy_of(first[keys[i]], i);
   return out;
 }
 

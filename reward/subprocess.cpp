@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <pthread.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -197,8 +198,10 @@ RunResult run_process(const std::vector<std::string>& argv, double timeout_s,
     q.groups.erase(pid);
   }
   if (r.timed_out) kill_group(pid);
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  struct rusage ru {};
+  while (::wait4(pid, &status, 0, &ru) < 0 && errno == EINTR) {
   }
+  r.cpu_seconds = ru.ru_utime.tv_sec + ru.ru_stime.tv_sec + 1e-6 * (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
   if (!r.timed_out) {
     // A grandchild may still hold the pipe; the direct child has ended by now.
     if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);

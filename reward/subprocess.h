@@ -17,6 +17,7 @@ struct RunResult {
   bool timed_out = false;
   std::string output;     // stdout and stderr together
   double seconds = 0;
+  double cpu_seconds = 0;  // user + system time of the child and the processes it waited for
 };
 
 // Runs argv[0] (searched in PATH) with a wall-clock limit; kills the process group on timeout.
