@@ -19,7 +19,9 @@
 // "outputs":[addr..],"dims":[..],"workspace":addr,"workspace_bytes":n}.
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -156,6 +158,10 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  // The runner dies with its worker (a stopped runner would otherwise keep its CUDA context).
+  const pid_t parent = getppid();
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != parent) return 1;  // the worker is already gone
   // Nothing inherited but the pipes, the log and the arena (the worker spawns with closefrom
   // too; this holds if it ever did not).
   ::syscall(SYS_close_range, static_cast<unsigned>(std::max(3, arena_fd + 1)), ~0u, 0u);
