@@ -306,7 +306,8 @@ TEST(RewardGpu, RewardHacksGetNamedVerdicts) {
     EXPECT_NE(row.stats.median_us, 4242) << name << " at " << key.m << "x" << key.n << "x" << key.k;
   });
   EXPECT_GT(stored, 0);
-  EXPECT_LT(rs.back().t_ref_us, 100);
+  EXPECT_GT(rs.back().t_ref_us, 0);
+  EXPECT_LT(rs.back().t_ref_us, 100);  // cuBLASLt at 128x128x256 on any GPU here: a few us
 }
 
 // The sandbox (reward/worker/sandbox.h) is installed after CUDA, cuBLAS(Lt), the L2 flush buffer

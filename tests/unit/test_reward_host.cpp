@@ -135,7 +135,8 @@ TEST(RewardHost, ForgedResultLinesAreRewardHacksAndNeverReachTheStore) {
     EXPECT_EQ(rs[i].speedup, 0);
   }
   ASSERT_EQ(rs[2].status, EvalStatus::ok) << rs[2].check << ": " << rs[2].reason;
-  EXPECT_LT(rs[2].t_ref_us, 4000);
+  EXPECT_GT(rs[2].t_ref_us, 0);
+  EXPECT_NE(rs[2].t_ref_us, 4242);  // the reference it is scored against is a measurement
   int stored = 0;
   ev.store().for_each_baseline([&](const BaselineKey&, const std::string& name, const BaselineRow& row) {
     ++stored;
