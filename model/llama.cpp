@@ -226,7 +226,10 @@ ProjectionImpl::ProjectionImpl(int64_t in, int64_t out, bool with_bias) {
 }
 
 torch::Tensor ProjectionImpl::forward(const torch::Tensor& x) {
-  auto y = F::linear(x, weight, bias);
+  // at::linear, the op transformers' nn.Linear calls: with a bias it is one fused addmm (bias
+  // added before the single rounding to bf16). The C++ frontend's F::linear instead rounds
+  // x Wᵀ and adds the bias after, a bf16 ulp off wherever the bias is nonzero (Qwen2's q/k/v).
+  auto y = at::linear(x, weight, bias);  // an undefined bias: none
   if (!lora_A || !lora_enabled) return y;
   auto h = x.to(lora_A->weight.scalar_type());
   if (lora_dropout > 0 && is_training())
