@@ -226,7 +226,10 @@ ProjectionImpl::ProjectionImpl(int64_t in, int64_t out, bool with_bias) {
 }
 
 torch::Tensor ProjectionImpl::forward(const torch::Tensor& x) {
-  auto y = F::linear(x, weight, bias);
+  // at::linear, the op transformers' nn.Linear calls: with a bias it is one fused addmm (bias
+  // added before the single rounding to bf16). The C++ frontend's F::linear instead rounds
+  // x Wᵀ and adds the bias after, a bf16 ulp off wherever the bias is nonzero (Qwen2's q/k/v).
+  auto y = at::linear(x, weight, bias);  // an undefined bias: none
   if (!lora_A || !lora_enabled) return y;
   auto h = x.to(lora_A->weight.scalar_type());
   if (lora_dropout > 0 && is_training())
@@ -459,21 +462,33 @@ LlamaModelImpl::LlamaModelImpl(const ModelShape& shape) : shape_(shape) {
 }
 
 torch::Tensor rope_inv_freq(const ModelShape& shape) {
-  // inv_freq[i] = 1 / θ^(2i/d), i < d/2, as HF computes it (fp32 arange / d, then pow).
+  // transformers' rope functions, op for op on the CPU, so that the fp32 values are bit-equal:
+  // Python's `scalar / tensor` is tensor.reciprocal() * scalar (two roundings), not one division,
+  // and `tensor / scalar` a true division on the CPU. The CPU is where transformers computes them
+  // for a loaded checkpoint too (from_pretrained's _init_weights runs on the default device and
+  // copies into the GPU buffer). On a GPU, torch's pow (CUDA powf) and division by a scalar (a
+  // multiply by its reciprocal) round differently: a model that transformers builds directly on the
+  // GPU (from_config under torch.device("cuda")) has other values (docs/benchmarks.md, 2026-11-26).
   const int64_t hd = shape.head_dim();
-  auto inv = 1.0 / torch::pow(shape.rope_theta,
-                              torch::arange(0, hd, 2, torch::kInt64).to(torch::kFloat32) / hd);
+  // inv_freq[i] = 1 / θ^(2i/d), i < d/2: `1.0 / (base ** (arange(0, d, 2).float() / d))`.
+  auto inv =
+      torch::pow(shape.rope_theta, torch::arange(0, hd, 2, torch::kInt64).to(torch::kFloat32) / hd)
+          .reciprocal();
   const RopeScaling& r = shape.rope_scaling;
   if (r.type != "llama3") return inv;
-  // Llama 3.1 (transformers' _compute_llama3_parameters, the same fp32 ops in the same order):
-  // long wavelengths slowed by `factor`, short ones kept, the band between blended by s.
+  // Llama 3.1 (_compute_llama3_parameters): long wavelengths slowed by `factor`, short ones kept,
+  // the band between blended by s. The Python expression sits beside each line.
   const double old_len = static_cast<double>(r.original_max_position);
-  const double low_wavelen = old_len / r.low_freq_factor;
+  const double low_wavelen = old_len / r.low_freq_factor;  // Python floats (double)
   const double high_wavelen = old_len / r.high_freq_factor;
-  auto wavelen = 2 * M_PI / inv;
+  auto wavelen = inv.reciprocal() * (2 * M_PI);  // 2 * math.pi / inv_freq
   auto scaled = torch::where(wavelen > low_wavelen, inv / r.factor, inv);
-  auto s = (old_len / wavelen - r.low_freq_factor) / (r.high_freq_factor - r.low_freq_factor);
+  // (old_context_len / wavelen - low_freq_factor) / (high_freq_factor - low_freq_factor)
+  auto s = (wavelen.reciprocal() * old_len - r.low_freq_factor) /
+           (r.high_freq_factor - r.low_freq_factor);
+  // (1 - smooth_factor) * inv_freq_llama / factor + smooth_factor * inv_freq_llama
   auto smoothed = (1 - s) * scaled / r.factor + s * scaled;
+  // ~(wavelen < high_freq_wavelen) * ~(wavelen > low_freq_wavelen)
   auto medium = (wavelen < high_wavelen).logical_not() & (wavelen > low_wavelen).logical_not();
   return torch::where(medium, smoothed, scaled);
 }

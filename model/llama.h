@@ -250,8 +250,8 @@ class LlamaModelImpl : public torch::nn::Module {
  private:
   torch::Tensor run_layers(torch::Tensor x, const AttentionInputs& in, KVCache* cache);
   ModelShape shape_;
-  // [head_dim/2] fp32: 1 / theta^(2i/head_dim) (scaled per shape_.rope_scaling); moved (once)
-  // to the device rotary() runs on.
+  // [head_dim/2] fp32: 1 / theta^(2i/head_dim) (scaled per shape_.rope_scaling), computed on the
+  // CPU (rope_inv_freq) and moved (once) to the device rotary() runs on.
   mutable torch::Tensor inv_freq_;
   bool checkpointing_ = false;
   LoraConfig lora_;
@@ -293,7 +293,9 @@ torch::Tensor token_logprobs(LlamaModel& model, const torch::Tensor& tokens,
                              const torch::Tensor& attention_mask = {},
                              torch::Tensor* entropy = nullptr, int64_t chunk_bytes = 0);
 
-// RoPE inverse frequencies [head_dim/2] fp32 for `shape` (θ and rope_scaling), as HF computes.
+// RoPE inverse frequencies [head_dim/2] fp32 on the CPU for `shape` (θ and rope_scaling): bit-equal
+// to transformers' (default and llama3 rope functions) as its from_pretrained computes them, on the
+// CPU whatever the model's device (tests/golden/model_hf/rope_golden.py).
 torch::Tensor rope_inv_freq(const ModelShape& shape);
 
 // HF rotate_half: (x1, x2) -> (-x2, x1) over the two halves of the last dimension.

@@ -1,7 +1,7 @@
 // Model files: safetensors round trip and every corruption path, load_parameters' dtype/shape/
 // missing/unexpected checks, native checkpoints (round trip, tokenizer copy, corrupt metadata),
 // HF export/import in C++ (single file and sharded; Llama, Llama-3 rope scaling, Qwen2, Qwen3),
-// config.json refusals, and parity with Hugging Face transformers for every family
+// config.json refusals, and parity with Hugging Face transformers for every family, fp32 and bf16
 // (tests/golden/model_hf/hf_parity.py, skipped when KERNELRL_PYTHON lacks transformers).
 #include <gtest/gtest.h>
 #include <torch/torch.h>
@@ -431,6 +431,36 @@ TEST(HfParity, ImportAndExportMatchTransformersOnCpu) {
       kernelrl::testing::run_command(py + " " + script + " check" + check_dirs + " --atol 1e-4");
   std::cout << checked.output;
   EXPECT_EQ(checked.exit_code, 0) << checked.output;
+}
+
+// The same in bf16, where parity is bit for bit: transformers' bf16 models (every weight and bias
+// nonzero) imported in bf16 give its logits exactly, on the CPU. Metric: logits differing in any
+// bit; threshold 0. Catches rounding-order differences that fp32 hides below 1e-4: biases added
+// after a separately rounded x Wᵀ (Qwen2, Qwen3 attention_bias: ~1e-2 off before 2026-11-26).
+TEST(HfParity, Bf16ImportIsBitExactOnCpu) {
+  const std::string py = KERNELRL_PYTHON;
+  const std::string script =
+      std::string(KERNELRL_SOURCE_DIR) + "/tests/golden/model_hf/hf_parity.py";
+  if (py.empty())
+    GTEST_SKIP() << "KERNELRL_PYTHON not set at configure time: no transformers reference";
+  auto probe = kernelrl::testing::run_command(py + " " + script + " probe");
+  if (probe.exit_code != 0)
+    GTEST_SKIP() << "transformers/safetensors not importable by " << py << ": " << probe.output;
+  ScratchDir dir;
+  auto made = kernelrl::testing::run_command(py + " " + script + " make " + (dir / "hf").string() +
+                                             " --dtype bfloat16");
+  ASSERT_EQ(made.exit_code, 0) << made.output;
+  for (const char* sub :
+       {"tied", "sharded", "llama3", "qwen2_tied", "qwen2", "qwen3", "qwen3_bias"}) {
+    auto c = import_hf(dir / "hf" / sub, torch::kCPU, torch::kBFloat16);
+    ASSERT_EQ(c.model->dtype(), torch::kBFloat16);
+    auto ref = read_safetensors(dir / "hf" / sub / "reference.safetensors");
+    torch::NoGradGuard ng;
+    auto got = c.model->forward(ref["tokens"]).to(torch::kFloat32);
+    ASSERT_EQ(got.sizes(), ref["logits"].sizes()) << sub;
+    EXPECT_EQ((got != ref["logits"]).sum().item<int64_t>(), 0)
+        << sub << " bf16 import: max |dlogit| " << (got - ref["logits"]).abs().max().item<double>();
+  }
 }
 
 // `kernelrl sample --checkpoint DIR --prompt ... -n 2` prints completions from a checkpoint that

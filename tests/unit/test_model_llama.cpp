@@ -1,12 +1,16 @@
 // The Llama decoder on CPU (fp32): shapes and parameter counts, causal masking, GQA against an
-// explicitly duplicated multi-head model, RoPE against hand-computed values, SDPA against an
+// explicitly duplicated multi-head model, RoPE against hand-computed values and, bit for bit,
+// against transformers' tables (tests/golden/model_hf/rope_golden.safetensors), SDPA against an
 // explicit softmax(QKᵀ/√d)V written here from the weights, padding invariance, token_logprobs,
 // and activation checkpointing gradients.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
 #include <cmath>
+#include <map>
+#include <string>
 
+#include "model/checkpoint.h"
 #include "model/llama.h"
 
 using namespace kernelrl;
@@ -128,6 +132,103 @@ TEST(Model, RotaryMatchesHandComputedValues) {
   const double c1 = std::cos(1.0), s1 = std::sin(1.0), c2 = std::cos(0.01), s2 = std::sin(0.01);
   const double expect[4] = {1 * c1 - 3 * s1, 2 * c2 - 4 * s2, 3 * c1 + 1 * s1, 4 * c2 + 2 * s2};
   for (int i = 0; i < 4; ++i) EXPECT_NEAR(y[i].item<double>(), expect[i], 1e-6);
+}
+
+namespace {
+
+// transformers' RoPE tables (tests/golden/model_hf/rope_golden.py, generated on the CPU).
+std::map<std::string, torch::Tensor> rope_golden() {
+  return read_safetensors(std::string(KERNELRL_SOURCE_DIR) +
+                          "/tests/golden/model_hf/rope_golden.safetensors");
+}
+
+// The shape of the golden file's configuration row c: θ, head_dim, factor, low, high, original
+// max position (factor 0: unscaled).
+ModelShape rope_shape(const torch::Tensor& c) {
+  ModelShape s = tiny();
+  const auto v = [&](int i) { return c[i].item<double>(); };
+  s.rope_theta = v(0);
+  s.n_heads = s.n_kv_heads = 2;
+  s.d_model = 2 * static_cast<int64_t>(v(1));
+  if (v(2) > 0) s.rope_scaling = {"llama3", v(2), v(3), v(4), static_cast<int64_t>(v(5))};
+  return s;
+}
+
+std::string describe_rope(const ModelShape& s) {
+  const RopeScaling& r = s.rope_scaling;
+  return "theta " + std::to_string(s.rope_theta) + ", head_dim " + std::to_string(s.head_dim()) +
+         ", " + r.type + " factor " + std::to_string(r.factor) + " low " +
+         std::to_string(r.low_freq_factor) + " high " + std::to_string(r.high_freq_factor) +
+         " original " + std::to_string(r.original_max_position);
+}
+
+// Elements of a and b (same dtype) that differ in any bit.
+int64_t bits_differ(const torch::Tensor& a, const torch::Tensor& b) {
+  EXPECT_EQ(a.scalar_type(), b.scalar_type());
+  EXPECT_EQ(a.sizes(), b.sizes());
+  return (a != b).sum().item<int64_t>();
+}
+
+// The llama3 formula with `2π / inv_freq` and `old_len / wavelen` as single divisions (model/'s
+// code until 2026-11-26): the negative control of the golden test.
+torch::Tensor llama3_inv_freq_one_division(const ModelShape& shape) {
+  const int64_t hd = shape.head_dim();
+  const RopeScaling& r = shape.rope_scaling;
+  auto inv = 1.0 / torch::pow(shape.rope_theta,
+                              torch::arange(0, hd, 2, torch::kInt64).to(torch::kFloat32) / hd);
+  const double old_len = static_cast<double>(r.original_max_position);
+  auto wavelen = 2 * M_PI / inv;
+  auto scaled = torch::where(wavelen > old_len / r.low_freq_factor, inv / r.factor, inv);
+  auto s = (old_len / wavelen - r.low_freq_factor) / (r.high_freq_factor - r.low_freq_factor);
+  auto medium = (wavelen < old_len / r.high_freq_factor).logical_not() &
+                (wavelen > old_len / r.low_freq_factor).logical_not();
+  return torch::where(medium, (1 - s) * scaled / r.factor + s * scaled, scaled);
+}
+
+}  // namespace
+
+// rope_inv_freq against LlamaRotaryEmbedding.inv_freq for nine configurations (Llama-3.1/3.2,
+// Llama-3 scaling on θ = 10000, unscaled). Metric: elements differing in any bit; threshold 0.
+// Both sides run LibTorch's vectorized CPU kernels (AVX2 and AVX-512 give the same bits; the
+// scalar fallback, ATEN_CPU_CAPABILITY=default, rounds pow differently).
+TEST(RopeGolden, InverseFrequenciesEqualTransformersBitForBit) {
+  const auto golden = rope_golden();
+  const auto& configs = golden.at("configs");
+  ASSERT_EQ(configs.size(0), 9);
+  int64_t control_misses = 0;
+  for (int64_t i = 0; i < configs.size(0); ++i) {
+    const ModelShape s = rope_shape(configs[i]);
+    const auto& want = golden.at("inv_freq." + std::to_string(i));
+    auto got = rope_inv_freq(s);
+    ASSERT_EQ(got.device(), torch::Device(torch::kCPU));
+    EXPECT_EQ(bits_differ(got, want), 0) << "configuration " << i << ": " << describe_rope(s);
+    if (s.rope_scaling.type == "llama3")
+      control_misses += bits_differ(llama3_inv_freq_one_division(s), want);
+  }
+  // Negative control: one rounding more or less in the medium band is seen (the old code missed
+  // 2 frequencies by one ulp in each of configurations 4-6, the θ = 10000 rows).
+  EXPECT_GT(control_misses, 0);
+}
+
+// The rotary tables of Llama-3.1-8B's configuration at 128 positions up to 131071 against
+// LlamaRotaryEmbedding.forward: fp32, and bf16 (transformers' fp32 tables rounded). Metric:
+// elements differing in any bit; threshold 0.
+TEST(RopeGolden, RotaryTablesEqualTransformersInFp32AndBf16) {
+  const auto golden = rope_golden();
+  ModelShape s = rope_shape(golden.at("configs")[0]);
+  s.n_layers = 1;
+  s.max_seq_len = 131072;
+  ASSERT_EQ(s.head_dim(), 128);
+  ASSERT_EQ(s.rope_scaling.type, "llama3");
+  LlamaModel model(s);
+  const auto positions = golden.at("positions").unsqueeze(0);
+  for (const auto dtype : {torch::kFloat32, torch::kBFloat16}) {
+    model->to(dtype);
+    auto [cos, sin] = model->rotary(positions);
+    ASSERT_EQ(cos.scalar_type(), dtype);
+    EXPECT_EQ(bits_differ(cos[0], golden.at("cos").to(dtype)), 0) << "cos " << dtype;
+    EXPECT_EQ(bits_differ(sin[0], golden.at("sin").to(dtype)), 0) << "sin " << dtype;
+  }
 }
 
 // The attention module against an explicit computation from its weights: projections by

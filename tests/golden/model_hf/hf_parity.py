@@ -11,7 +11,8 @@ Qwen2ForCausalLM and Qwen3ForCausalLM.
       llama3 with its three frequency bands inside head_dim 16), DIR/qwen2_tied and DIR/qwen2
       (q/k/v biases), DIR/qwen3 (q/k norms, head_dim 32 != hidden/heads) and DIR/qwen3_bias
       (attention_bias: q/k/v/o biases); each gets reference.safetensors holding `tokens`
-      [2, 40] int64 and HF's `logits` [2, 40, V] fp32.
+      [2, 40] int64 and the `logits` [2, 40, V] fp32 of the saved model loaded back by
+      from_pretrained (RoPE frequencies in fp32, computed on the CPU, as for any checkpoint).
   hf_parity.py check DIR... [--device ...] [--dtype ...] [--atol A] [--rtol R]
       loads each DIR (written by the C++ export) with AutoModelForCausalLM.from_pretrained, runs
       DIR/cpp_reference.safetensors' `tokens`, compares with its `logits` (the C++ model's);
@@ -76,6 +77,10 @@ def make_one(out, config, shard_kb, args):
     model = model.to(device=args.device, dtype=dtype).eval()
     kw = {"max_shard_size": f"{shard_kb}KB"} if shard_kb > 0 else {}
     model.save_pretrained(out, safe_serialization=True, **kw)
+    # The reference is the saved model loaded back, as a user loads a checkpoint: `.to(dtype)`
+    # above also rounded the RoPE inverse frequencies (a float buffer) to bf16, which
+    # from_pretrained recomputes in fp32 (on the CPU); the rounded ones moved bf16 logits by ~1e-2.
+    model = AutoModelForCausalLM.from_pretrained(out, dtype=dtype).to(args.device).eval()
     tokens = torch.randint(0, 97, (2, SEQ_LEN), generator=torch.Generator().manual_seed(99))
     with torch.no_grad():
         logits = model(tokens.to(args.device)).logits.float().cpu()
