@@ -126,16 +126,19 @@ std::vector<KernelVariant> general_family_variants(const std::string& family,
       "struct Task {  // the task's scalar parameters\n  static constexpr float P0 = " +
       p_literal(op_params, 0) + ", P1 = " + p_literal(op_params, 1) + ";\n};";
   const std::string contract = op_contract(*info, op_params);
-  const std::string opt = op_struct(op);
+  const std::string opt = "Op";  // the instance's alias of the op's struct over the task
   // `config`: the Config type and its knobs ("" for none); `call`: kernelrl_launch's return
-  // expression, using Cfg and the op.
+  // expression, using Cfg and Op.
   auto finish = [&](KernelVariant v, const std::string& config, const ConfigArgs& knobs,
                     const std::string& call, const std::string& how) {
     const bool cuda = v.backend == "cuda";
-    v.source = body_text(cat, cuda) +
-               families::instance_block(info->name + " (" + info->formula + "), " +
-                                            (cuda ? "CUDA" : "host C++") + ": " + how,
-                                        task, config, knobs, call, cuda);
+    const bool uses_op = call.find("Op>") != std::string::npos || call.rfind("Op::", 0) == 0;
+    v.source = families::variant_source(
+        body_text(cat, cuda),
+        families::instance_block(
+            info->name + " (" + info->formula + "), " + (cuda ? "CUDA" : "host C++") + ": " + how,
+            task + (uses_op ? "\nusing Op = " + op_struct(op) + ";" : ""), config, knobs, call,
+            cuda));
     v.instruction = std::string("Write a ") +
                     (cuda ? "CUDA kernel" : "host (CPU, plain C++17) function") +
                     " for KernelRL's kernelrl_launch contract that computes " + contract + "." +

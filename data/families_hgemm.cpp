@@ -79,10 +79,10 @@ void finish_tiled(KernelVariant& v) {
   std::ostringstream s;
   s << "block tile " << p("BM") << "x" << p("BN") << "x" << p("BK") << ", thread tile " << p("TM")
     << "x" << p("TN") << ", " << layout_word(v.layout) << ", " << v.acc << " accumulation";
-  v.source =
-      k_hgemm_tiled_text + instance_block(s.str(), "", "hgemm_tiled::Config",
-                                          knobs(v, {"BM", "BN", "BK", "TM", "TN"}),
-                                          "hgemm_tiled::run<Cfg>(args, stream)", /*cuda=*/true);
+  v.source = families::variant_source(
+      k_hgemm_tiled_text,
+      instance_block(s.str(), "", "hgemm_tiled::Config", knobs(v, {"BM", "BN", "BK", "TM", "TN"}),
+                     "hgemm_tiled::run<Cfg>(args, stream)", /*cuda=*/true));
   v.instruction = "Write a CUDA HGEMM kernel for KernelRL's kernelrl_launch contract: " +
                   contract(v.layout, v.acc) +
                   ". Use a classic shared-memory tiled SIMT kernel (no tensor cores): each block "
@@ -105,9 +105,10 @@ void finish_wmma(KernelVariant& v) {
   std::ostringstream s;
   s << "block tile " << p("BM") << "x" << p("BN") << "x32, warp tile " << p("WM") << "x" << p("WN")
     << ", " << layout_word(v.layout) << ", " << v.acc << " accumulation";
-  v.source = k_hgemm_wmma_text + instance_block(s.str(), "", "hgemm_wmma::Config",
-                                                knobs(v, {"BM", "BN", "WM", "WN"}),
-                                                "hgemm_wmma::run<Cfg>(args, stream)", true);
+  v.source = families::variant_source(
+      k_hgemm_wmma_text,
+      instance_block(s.str(), "", "hgemm_wmma::Config", knobs(v, {"BM", "BN", "WM", "WN"}),
+                     "hgemm_wmma::run<Cfg>(args, stream)", /*cuda=*/true));
   int warps = static_cast<int>((p("BM") / p("WM")) * (p("BN") / p("WN")));
   v.instruction = "Write a CUDA HGEMM kernel for KernelRL's kernelrl_launch contract: " +
                   contract(v.layout, v.acc) +
@@ -143,8 +144,9 @@ void finish_mma(KernelVariant& v) {
   kn.push_back({"EPI_SMEM", flag(p("EPI"))});
   kn.push_back({"MIN_BLOCKS", std::to_string(p("MINB"))});
   kn.push_back({"DBUF", flag(p("DBUF"))});
-  v.source = k_hgemm_mma_text + instance_block(s.str(), "", "hgemm_mma::Config", kn,
-                                               "hgemm_mma::run<Cfg>(args, stream)", true);
+  v.source = families::variant_source(
+      k_hgemm_mma_text, instance_block(s.str(), "", "hgemm_mma::Config", kn,
+                                       "hgemm_mma::run<Cfg>(args, stream)", /*cuda=*/true));
   int warps = static_cast<int>((p("BM") / p("WM")) * (p("BN") / p("WN")));
   std::ostringstream ins;
   ins << "Write a CUDA HGEMM kernel for KernelRL's kernelrl_launch contract: "
@@ -183,8 +185,9 @@ void finish_host(KernelVariant& v) {
   std::string summary = "cache blocks of " + std::to_string(tile) + ", " + layout_word(v.layout) +
                         ", " + v.acc + " accumulation";
   ConfigArgs kn = knobs(v, {"TILE"});
-  v.source = k_hgemm_host_text + instance_block(summary, "", "hgemm_host::Config", kn,
-                                                "hgemm_host::run<Cfg>(args)", /*cuda=*/false);
+  v.source = families::variant_source(
+      k_hgemm_host_text, instance_block(summary, "", "hgemm_host::Config", kn,
+                                        "hgemm_host::run<Cfg>(args)", /*cuda=*/false));
   v.instruction =
       "Write a host (CPU, plain C++17) HGEMM for KernelRL's kernelrl_launch contract "
       "(the stream argument is null and ignored): " +

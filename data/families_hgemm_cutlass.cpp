@@ -105,7 +105,7 @@ std::vector<KernelVariant> hgemm_cutlass_variants() {
                   {"CN", k.cn}, {"SCHED", k.sched}, {"RASTER", k.raster}, {"SWIZZLE", k.swizzle}};
       v.name = v.family + "_" + layout + "_accf32_" + param_list(v.params, "_");
       v.instruction = instruction(k, hgemm_contract(layout, "f32"), tn);
-      v.source = k_hgemm_cutlass_text + instance_block(k, tn);
+      v.source = variant_source(k_hgemm_cutlass_text, instance_block(k, tn));
       out.push_back(std::move(v));
     }
   return out;

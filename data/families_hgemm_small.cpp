@@ -102,7 +102,7 @@ std::vector<KernelVariant> hgemm_small_variants() {
                   {"SPLITK", k.split}, {"EPI", k.epi}, {"PDL", k.pdl}};
       v.name = v.family + "_" + layout + "_accf32_" + param_list(v.params, "_");
       v.instruction = instruction(k, hgemm_contract(layout, "f32"), tn);
-      v.source = k_hgemm_small_text + instance_text(k, tn);
+      v.source = variant_source(k_hgemm_small_text, instance_text(k, tn));
       out.push_back(std::move(v));
     }
   return out;

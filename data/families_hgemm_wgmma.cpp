@@ -126,7 +126,7 @@ std::vector<KernelVariant> hgemm_wgmma_variants() {
                   {"EPI", k.epi}};
       v.name = v.family + "_" + layout + "_accf32_" + param_list(v.params, "_");
       v.instruction = instruction(k, hgemm_contract(layout, "f32"), tn);
-      v.source = k_hgemm_wgmma_text + instance_block(k, tn);
+      v.source = variant_source(k_hgemm_wgmma_text, instance_block(k, tn));
       out.push_back(std::move(v));
     }
   return out;
