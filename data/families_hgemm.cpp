@@ -3,6 +3,8 @@
 // mma_sync.cuh, hgemm_host.h; embedded at build time by kernels/CMakeLists.txt) followed by an
 // instance block that sets the variant's knobs as the family's Config and defines
 // kernelrl_launch.
+#include <map>
+#include <mutex>
 #include <sstream>
 
 #include "data/families.h"
@@ -198,9 +200,7 @@ void finish_host(KernelVariant& v) {
       (v.acc == "f16" ? ", rounding the running sums to fp16 after every k block." : ".");
 }
 
-}  // namespace
-
-std::vector<KernelVariant> hgemm_family_variants(const std::string& family) {
+std::vector<KernelVariant> make_variants(const std::string& family) {
   if (family == "hgemm_wgmma") return families::hgemm_wgmma_variants();
   if (family == "hgemm_cutlass") return families::hgemm_cutlass_variants();
   if (family == "hgemm_small") return families::hgemm_small_variants();
@@ -302,6 +302,19 @@ std::vector<KernelVariant> hgemm_family_variants(const std::string& family) {
       }
     }
   return out;
+}
+
+}  // namespace
+
+std::vector<KernelVariant> hgemm_family_variants(const std::string& family) {
+  // Made once per process (each variant's text is specialized from its body; callers ask per
+  // task).
+  static std::mutex mutex;
+  static std::map<std::string, std::vector<KernelVariant>> made;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = made.find(family);
+  if (it == made.end()) it = made.emplace(family, make_variants(family)).first;
+  return it->second;
 }
 
 }  // namespace kernelrl

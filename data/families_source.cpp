@@ -16,6 +16,9 @@
 #include <algorithm>
 #include <cctype>
 #include <map>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -112,6 +115,8 @@ std::string strip_comments(const std::string& text) {
   return out;
 }
 
+using Counts = std::unordered_map<std::string, int>;  // identifier -> occurrences
+
 // ---- tokens -------------------------------------------------------------------------------------
 
 enum class Kind { ident, number, literal, punct, directive };
@@ -128,6 +133,7 @@ const char* const kPunct2[] = {"::", "->", "&&", "||", "==", "!=", "<=", ">=", "
 
 std::vector<Token> lex(const std::string& s) {
   std::vector<Token> out;
+  out.reserve(s.size() / 3);
   size_t i = 0;
   bool line_start = true;
   while (i < s.size()) {
@@ -174,10 +180,10 @@ std::vector<Token> lex(const std::string& s) {
     } else {
       std::string p(1, c);
       for (const char* q : kPunct3)
-        if (s.compare(i, 3, q) == 0) p = q;
+        if (q[0] == c && s.compare(i, 3, q) == 0) p = q;
       if (p.size() == 1)
         for (const char* q : kPunct2)
-          if (s.compare(i, 2, q) == 0) p = q;
+          if (q[0] == c && s.compare(i, 2, q) == 0) p = q;
       i += p.size();
       out.push_back({Kind::punct, b, i, p});
     }
@@ -186,8 +192,9 @@ std::vector<Token> lex(const std::string& s) {
 }
 
 bool is(const std::vector<Token>& t, size_t i, const char* text) {
-  return i < t.size() && t[i].kind != Kind::literal && t[i].kind != Kind::directive &&
-         t[i].text == text;
+  if (i >= t.size() || t[i].kind == Kind::literal || t[i].kind == Kind::directive) return false;
+  const std::string& x = t[i].text;
+  return !x.empty() && x[0] == text[0] && x == text;
 }
 
 // Index of the token closing the bracket opened at t[i] ( ( [ { ), or t.size().
@@ -964,6 +971,17 @@ class Specializer {
       }
       const size_t b = *v ? q + 1 : colon + 1, e = *v ? colon : end;
       if (b >= e || split_at(t_, b, e, ",").size() > 1) continue;  // a comma operand: leave it
+      // A '<' or '>' outside brackets may close a template argument list the expression sits in
+      // (`f<X, Cfg::A ? 0 : 1>(...)`): its end is not known, leave it.
+      bool angle = false;
+      for (size_t k = q + 1; k < end; ++k) {
+        if (is(t_, k, "(") || is(t_, k, "[") || is(t_, k, "{")) {
+          k = match(t_, k);
+          continue;
+        }
+        angle |= is(t_, k, "<") || is(t_, k, ">") || is(t_, k, ">>") || is(t_, k, "<<");
+      }
+      if (angle) continue;
       // `(cond ? x : y)` in an expression becomes x, not (x), when x is one operand.
       if (c > 0 && is(t_, c - 1, "(") && is(t_, end, ")") && primary(b, e) &&
           (c < 2 || (t_[c - 2].kind == Kind::punct && !is(t_, c - 2, ")") &&
@@ -1032,8 +1050,8 @@ class Pruner {
     // items that declare it.
     for (bool changed = true; changed;) {
       changed = false;
-      std::map<std::string, int> uses = outside_;
-      std::map<std::string, std::vector<size_t>> declaring;
+      Counts uses = outside_;
+      std::unordered_map<std::string, std::vector<size_t>> declaring;
       for (size_t k = 0; k < items_.size(); ++k) {
         if (items_[k].removed || items_[k].is_namespace) continue;
         for (const auto& n : items_[k].names) declaring[n].push_back(k);
@@ -1077,7 +1095,7 @@ class Pruner {
     std::vector<Edit> edits;
     merge_namespaces(top, edits);
     {
-      std::map<std::string, int> declaring;
+      Counts declaring;
       for (const Item& it : items_)
         if (!it.removed && !it.is_namespace)
           for (const auto& n : it.names) ++declaring[n];
@@ -1217,7 +1235,7 @@ class Pruner {
   // invocation at namespace scope, is expanded there; its #define and #undef go.
   void expand_single_macros() {
     std::map<std::string, std::vector<size_t>> defs, calls;
-    std::map<std::string, int> uses;
+    Counts uses;
     for (size_t k = 0; k < items_.size(); ++k) {
       const Item& it = items_[k];
       if (it.removed || it.is_namespace) continue;
@@ -1289,8 +1307,11 @@ class Pruner {
     }
   }
 
-  std::map<std::string, int> idents(size_t k) const {
-    std::map<std::string, int> out;
+  // The identifiers item k names, with counts (directives' too), computed once.
+  const Counts& idents(size_t k) {
+    auto cached = idents_.find(k);
+    if (cached != idents_.end()) return cached->second;
+    Counts& out = idents_[k];
     const Item& it = items_[k];
     for (size_t j = it.b; j < it.e; ++j) {
       if (t_[j].kind == Kind::ident) {
@@ -1459,9 +1480,13 @@ class Pruner {
   const std::string& s_;
   const std::vector<Token>& t_;
   std::vector<Item> items_;
-  std::map<std::string, int> outside_;  // uses in the instance
+  Counts outside_;  // uses in the instance
   std::set<std::string> fn_macros_;
   std::map<size_t, std::string> expansion_;  // item -> its macro expansion
+  std::map<size_t, Counts> idents_;
+
+ public:
+  bool expanded() const { return !expansion_.empty(); }
 };
 
 // Trailing blanks off every line, at most one blank line in a row, none at the start or before
@@ -1499,30 +1524,44 @@ std::string squeeze_lines(const std::string& s) {
 
 }  // namespace
 
-// Function-local `constexpr` declarators that nothing after them in their block names any more
-// (their uses were in a branch that went): a constant's initializer has no side effect, and the
-// compiler would warn of it. Declarations with a '<' (a template argument list may hold a comma)
+// Function-local variables of a builtin type (`[const|constexpr] int x = ..., y = ...;`) that
+// nothing after them in their block names any more (their uses were in a branch that went; the
+// compiler would warn of them): a declarator goes when its initializer has no side effect (a
+// constant's never has). Declarations with a '<' (a template argument list may hold a comma)
 // are left alone.
 std::string drop_unused_locals(std::string text) {
+  static const std::set<std::string> kTypes = {"int",     "unsigned", "bool",     "float",
+                                               "double",  "size_t",   "int64_t",  "uint32_t",
+                                               "int32_t", "uint64_t", "uint16_t", "long"};
   for (bool changed = true; changed;) {
     changed = false;
     const auto t = lex(text);
-    for (size_t j = 1; j < t.size() && !changed; ++j) {
-      if (!is(t, j, "constexpr")) continue;
+    // the brace each token sits in (t.size(): none)
+    std::vector<size_t> enclosing(t.size(), t.size());
+    {
+      std::vector<size_t> open;
+      for (size_t k = 0; k < t.size(); ++k) {
+        if (is(t, k, "}") && !open.empty()) open.pop_back();
+        enclosing[k] = open.empty() ? t.size() : open.back();
+        if (is(t, k, "{")) open.push_back(k);
+      }
+    }
+    std::vector<std::pair<std::pair<size_t, size_t>, std::string>> edits;  // byte range, text
+    for (size_t j = 1; j < t.size(); ++j) {
       if (!(is(t, j - 1, ";") || is(t, j - 1, "{") || is(t, j - 1, "}") ||
             t[j - 1].kind == Kind::directive))
         continue;
-      // inside a function body: the enclosing brace follows a ')' (or `const`, `noexcept`...)
-      int depth = 0;
-      size_t open = t.size();
-      for (size_t k = j; k-- > 0;) {
-        if (is(t, k, "}")) ++depth;
-        if (is(t, k, "{") && depth-- == 0) {
-          open = k;
-          break;
-        }
-      }
-      if (open == t.size() || open == 0 || !is(t, open - 1, ")")) continue;
+      size_t ty = j;
+      bool constant = false;
+      while (is(t, ty, "const") || is(t, ty, "constexpr")) constant |= is(t, ty++, "constexpr");
+      if (ty >= t.size() || t[ty].kind != Kind::ident || !kTypes.count(t[ty].text)) continue;
+      // in a block of statements: the enclosing brace follows a function's or a statement's
+      // head, `else`, `do` or another statement (not a namespace's or a class's name)
+      const size_t open = enclosing[j];
+      if (open == t.size() || open == 0 ||
+          !(is(t, open - 1, ")") || is(t, open - 1, "else") || is(t, open - 1, "do") ||
+            is(t, open - 1, ";") || is(t, open - 1, "{") || is(t, open - 1, "}")))
+        continue;
       size_t semi = j;
       bool angle = false;
       while (semi < t.size() && !is(t, semi, ";")) {
@@ -1531,62 +1570,61 @@ std::string drop_unused_locals(std::string text) {
         ++semi;
       }
       if (angle || semi >= t.size()) continue;
-      // declarators: [first, comma) ranges, each `NAME = init`
-      std::vector<std::pair<size_t, size_t>> decls;
-      size_t start = j + 1;
+      // declarators: `NAME = init` between top-level commas
+      size_t start = ty + 1;
       while (start < semi && !(t[start].kind == Kind::ident && is(t, start + 1, "="))) ++start;
       if (start >= semi) continue;
-      const std::string prefix = text.substr(t[j].begin, t[start].begin - t[j].begin);
-      for (const auto& part : split_at(t, start, semi, ",")) decls.push_back(part);
       const size_t block_end = match(t, open);
       std::vector<std::string> kept;
-      bool any_dropped = false;
-      for (const auto& [db, de] : decls) {
-        if (db >= de || t[db].kind != Kind::ident || !is(t, db + 1, "=")) {
-          kept.clear();
-          any_dropped = false;
+      bool dropped = false, well_formed = true;
+      for (const auto& [db, de] : split_at(t, start, semi, ",")) {
+        if (db + 1 >= de || t[db].kind != Kind::ident || !is(t, db + 1, "=")) {
+          well_formed = false;
           break;
         }
-        bool used = false;
-        for (size_t k = semi + 1; k < block_end && !used; ++k)
+        bool used = !constant && !side_effect_free(t, db + 2, de);
+        for (size_t k = de; k < block_end && !used; ++k)  // later declarators too
           used = t[k].kind == Kind::ident && t[k].text == t[db].text;
         if (used)
           kept.push_back(text.substr(t[db].begin, t[de - 1].end - t[db].begin));
         else
-          any_dropped = true;
+          dropped = true;
       }
-      if (!any_dropped) continue;
+      if (!well_formed || !dropped) continue;
       size_t from = t[j].begin, to = t[semi].end;
       std::string repl;
       if (kept.empty()) {
         while (from > 0 && text[from - 1] == ' ') --from;
         if (to < text.size() && text[to] == '\n') ++to;
       } else {
-        repl = prefix;
+        repl = text.substr(t[j].begin, t[start].begin - t[j].begin);
         for (size_t k = 0; k < kept.size(); ++k) repl += (k ? ", " : "") + kept[k];
         repl += ";";
       }
-      text.replace(from, to - from, repl);
-      changed = true;
+      edits.push_back({{from, to}, repl});
+      j = semi;
     }
+    for (auto e = edits.rbegin(); e != edits.rend(); ++e)
+      text.replace(e->first.first, e->first.second - e->first.first, e->second);
+    changed = !edits.empty();
   }
   return text;
 }
 
-// The instance's Config without its `static constexpr` members that nothing names any more
-// (a knob whose branches are resolved): whole declarations, until none is left to remove.
-std::string drop_unused_members(std::string text, const std::string& instance) {
-  std::map<std::string, int> instance_uses;
+// The struct the instance's `alias` (Cfg, Op) names without its `static constexpr` members that
+// nothing names any more (a knob whose branches are resolved), until none is left to remove.
+std::string drop_unused_members(std::string text, const std::string& instance, const char* alias) {
+  Counts instance_uses;
   for (const auto& x : lex(strip_comments(instance)))
     if (x.kind == Kind::ident) ++instance_uses[x.text];
+  const auto it = lex(strip_comments(instance));
   for (bool changed = true; changed;) {
     changed = false;
     const auto t = lex(text);
     // the struct `using Cfg = ns::Name<...>` names (unique in the body)
-    const auto it = lex(strip_comments(instance));
     size_t u = 0;
     while (u + 3 < it.size() &&
-           !(is(it, u, "using") && is(it, u + 1, "Cfg") && is(it, u + 2, "=")))
+           !(is(it, u, "using") && is(it, u + 1, alias) && is(it, u + 2, "=")))
       ++u;
     if (u + 3 >= it.size()) return text;
     size_t lt = u + 3;
@@ -1602,10 +1640,11 @@ std::string drop_unused_members(std::string text, const std::string& instance) {
         ++count;
       }
     if (count != 1) return text;
-    std::map<std::string, int> uses = instance_uses;
+    Counts uses = instance_uses;
     for (const auto& x : t)
       if (x.kind == Kind::ident) ++uses[x.text];
     const size_t close = match(t, open);
+    std::vector<std::pair<std::pair<size_t, size_t>, std::string>> edits;  // byte range, text
     for (size_t j = open + 1; j < close; ++j) {
       if (is(t, j, "{") || is(t, j, "(") || is(t, j, "[")) {
         j = match(t, j);
@@ -1617,47 +1656,133 @@ std::string drop_unused_members(std::string text, const std::string& instance) {
         if (is(t, semi, "(") || is(t, semi, "[") || is(t, semi, "{")) semi = match(t, semi);
         ++semi;
       }
-      // the declarators' names: an identifier before a top-level '='
-      std::vector<std::string> names;
+      // declarators `NAME = init` at top-level commas (a '<' may hold a comma: leave those)
+      bool angle = false;
       for (size_t k = j + 2; k < semi; ++k) {
-        if (is(t, k, "(") || is(t, k, "[") || is(t, k, "{") || is(t, k, "<")) {
-          if (!is(t, k, "<")) k = match(t, k);
+        if (is(t, k, "(") || is(t, k, "[") || is(t, k, "{")) {
+          k = match(t, k);
           continue;
         }
-        if (is(t, k, "=") && t[k - 1].kind == Kind::ident) names.push_back(t[k - 1].text);
+        angle |= is(t, k, "<");
       }
-      const bool unused =
-          !names.empty() && std::all_of(names.begin(), names.end(),
-                                        [&](const std::string& n) { return uses[n] == 1; });
-      if (unused) {
+      size_t start = j + 2;
+      while (start < semi && !(t[start].kind == Kind::ident && is(t, start + 1, "="))) ++start;
+      if (angle || start >= semi) {
+        j = semi;
+        continue;
+      }
+      std::vector<std::string> kept;
+      bool dropped = false;
+      for (const auto& [db, de] : split_at(t, start, semi, ",")) {
+        if (db + 1 >= de || t[db].kind != Kind::ident || !is(t, db + 1, "=")) {
+          dropped = false;
+          break;
+        }
+        if (uses[t[db].text] == 1)
+          dropped = true;
+        else
+          kept.push_back(text.substr(t[db].begin, t[de - 1].end - t[db].begin));
+      }
+      if (dropped) {
         size_t from = t[j].begin, to = t[semi].end;
-        while (from > 0 && text[from - 1] == ' ') --from;
-        if (to < text.size() && text[to] == '\n') ++to;
-        text.erase(from, to - from);
-        changed = true;
-        break;
+        std::string repl;
+        if (kept.empty()) {
+          while (from > 0 && text[from - 1] == ' ') --from;
+          if (to < text.size() && text[to] == '\n') ++to;
+        } else {
+          repl = text.substr(t[j].begin, t[start].begin - t[j].begin);
+          for (size_t k = 0; k < kept.size(); ++k) repl += (k ? ", " : "") + kept[k];
+          repl += ";";
+        }
+        edits.push_back({{from, to}, repl});
       }
       j = semi;
     }
+    for (auto e = edits.rbegin(); e != edits.rend(); ++e)
+      text.replace(e->first.first, e->first.second - e->first.first, e->second);
+    changed = !edits.empty();
   }
   return text;
 }
 
-std::string variant_body(const std::string& body, const std::string& instance) {
-  std::string text = strip_comments(body);
-  // Twice: an op type a macro makes is a struct to read only once the macro is expanded.
-  for (int pass = 0; pass < 2; ++pass) {
-    {
-      const auto tokens = lex(text);
-      Env env = type_values(tokens, instance, "Cfg");
-      const Env op = type_values(tokens, instance, "Op");
-      env.insert(op.begin(), op.end());
-      if (!env.empty()) text = drop_unused_locals(Specializer(text, tokens, env).run());
-    }
+namespace {
+
+// The passes after the first branch resolution: unused locals, unused declarations, macro
+// expansion (and, after one, the branches the op's struct decides: again), unused members.
+// Returns the text and whether it read the instance's numbers (a second resolution did).
+std::pair<std::string, bool> finish(std::string text, const std::string& instance) {
+  bool numbers = false;
+  for (bool again = true; again;) {
+    text = drop_unused_locals(std::move(text));
     const auto tokens = lex(text);
-    text = Pruner(text, tokens, instance).run();
+    Pruner pruner(text, tokens, instance);
+    text = pruner.run();
+    again = pruner.expanded();
+    if (again) {
+      const auto t = lex(text);
+      Env env = type_values(t, instance, "Cfg");
+      const Env op = type_values(t, instance, "Op");
+      env.insert(op.begin(), op.end());
+      if (!env.empty()) text = Specializer(text, t, env).run();
+      numbers = true;
+    }
   }
-  return squeeze_lines(drop_unused_members(text, instance));
+  text = drop_unused_members(text, instance, "Cfg");
+  return {squeeze_lines(drop_unused_members(text, instance, "Op")), numbers};
+}
+
+// The instance's tokens without its numbers (and comments): what finish() reads of it when it
+// does not resolve branches again.
+std::string skeleton(const std::string& instance) {
+  std::string out;
+  for (const auto& x : lex(strip_comments(instance)))
+    out += (x.kind == Kind::number ? std::string("#") : x.text) + " ";
+  return out;
+}
+
+}  // namespace
+
+std::string variant_body(const std::string& body, const std::string& instance) {
+  // A family's variants that decide their branches alike share all that follows the first
+  // resolution: it is done once per (resolved text, instance without numbers) and remembered
+  // (a family has a few dozen such pairs for hundreds of variants).
+  struct Stripped {
+    std::string text;
+    std::vector<Token> tokens;
+  };
+  static std::mutex mutex;
+  static std::map<std::string, std::shared_ptr<const Stripped>> stripped;  // by body
+  static std::unordered_map<std::string, std::string> finished;           // by resolved + skeleton
+  std::shared_ptr<const Stripped> in;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = stripped.find(body);
+    if (it != stripped.end()) in = it->second;
+  }
+  if (!in) {
+    auto made = std::make_shared<Stripped>();
+    made->text = strip_comments(body);
+    made->tokens = lex(made->text);
+    in = made;
+    std::lock_guard<std::mutex> lock(mutex);
+    stripped.emplace(body, in);
+  }
+  Env env = type_values(in->tokens, instance, "Cfg");
+  const Env op = type_values(in->tokens, instance, "Op");
+  env.insert(op.begin(), op.end());
+  std::string resolved = env.empty() ? in->text : Specializer(in->text, in->tokens, env).run();
+  const std::string key = resolved + '\0' + skeleton(instance);
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = finished.find(key);
+    if (it != finished.end()) return it->second;
+  }
+  auto [text, numbers] = finish(std::move(resolved), instance);
+  if (!numbers) {
+    std::lock_guard<std::mutex> lock(mutex);
+    finished.emplace(key, text);
+  }
+  return text;
 }
 
 std::string variant_source(const std::string& body, const std::string& instance) {
