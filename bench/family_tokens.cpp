@@ -195,8 +195,8 @@ int main_impl(int argc, char** argv) {
          << " |\n";
     } else {
       md << "| " << f.name << " | " << n << " | " << at(chars, 0.5) << " | " << at(chars, 1)
-         << " | " << at(code, 0) << " / " << at(code, 0.5) << " / " << at(code, 1) << " | "
-         << fit_c << " | " << fit_e << " |\n";
+         << " | " << at(code, 0) << " / " << at(code, 0.5) << " / " << at(code, 1) << " | " << fit_c
+         << " | " << fit_e << " |\n";
     }
   }
   std::printf("%s", md.str().c_str());

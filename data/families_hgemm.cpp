@@ -1,8 +1,8 @@
 // HGEMM kernel families hgemm_tiled, hgemm_wmma, hgemm_mma (CUDA) and hgemm_host (C++): every
-// variant is its family's file in kernels/ (hgemm_tiled.cuh, hgemm_wmma.cuh, hgemm_mma.cuh with
-// mma_sync.cuh, hgemm_host.h; embedded at build time by kernels/CMakeLists.txt) followed by an
-// instance block that sets the variant's knobs as the family's Config and defines
-// kernelrl_launch.
+// variant is the code of its family's file in kernels/ (hgemm_tiled.cuh, hgemm_wmma.cuh,
+// hgemm_mma.cuh with mma_sync.cuh, hgemm_host.h; embedded at build time by kernels/
+// CMakeLists.txt) that its Config uses (families_source.cpp), followed by an instance block that
+// sets the variant's knobs as the family's Config and defines kernelrl_launch.
 #include <map>
 #include <mutex>
 #include <sstream>

@@ -1,6 +1,7 @@
-// HGEMM kernel family hgemm_cutlass (sm_90a only): every variant is kernels/hgemm_cutlass.cuh
-// (CUTLASS 3.x collective builders; embedded at build time by kernels/CMakeLists.txt) followed
-// by an instance block that picks a Config and defines kernelrl_launch. The evaluator compiles
+// HGEMM kernel family hgemm_cutlass (sm_90a only): every variant is the code of
+// kernels/hgemm_cutlass.cuh (CUTLASS 3.x collective builders; embedded at build time by
+// kernels/CMakeLists.txt) that its Config uses (families_source.cpp), followed by an instance
+// block that picks a Config and defines kernelrl_launch. The evaluator compiles
 // candidates with the CUTLASS headers of reward.include_dirs. fp32 accumulation only.
 #include <sstream>
 

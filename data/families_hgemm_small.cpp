@@ -1,6 +1,7 @@
-// HGEMM kernel family hgemm_small: every variant is kernels/hgemm_small.cuh (with mma_sync.cuh;
-// embedded at build time by kernels/CMakeLists.txt) followed by an instance block that picks a
-// Config and defines kernelrl_launch. fp32 accumulation only. sm_90a (thread-block clusters,
+// HGEMM kernel family hgemm_small: every variant is the code of kernels/hgemm_small.cuh (with
+// mma_sync.cuh; embedded at build time by kernels/CMakeLists.txt) that its Config uses
+// (families_source.cpp), followed by an instance block that picks a Config and defines
+// kernelrl_launch. fp32 accumulation only. sm_90a (thread-block clusters,
 // distributed shared memory and griddepcontrol need Hopper; mma.sync and cp.async would not).
 #include <sstream>
 

@@ -1,6 +1,7 @@
-// HGEMM kernel family hgemm_wgmma (sm_90a only): every variant is the body of
-// kernels/hgemm_wgmma.cuh (embedded at build time by kernels/CMakeLists.txt) followed by an
-// instance block that picks a Config and defines kernelrl_launch. fp32 accumulation only.
+// HGEMM kernel family hgemm_wgmma (sm_90a only): every variant is the code of
+// kernels/hgemm_wgmma.cuh (embedded at build time by kernels/CMakeLists.txt) that its Config uses
+// (families_source.cpp), followed by an instance block that picks a Config and defines
+// kernelrl_launch. fp32 accumulation only.
 #include <sstream>
 
 #include "data/families.h"

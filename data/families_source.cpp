@@ -1,29 +1,34 @@
-// A variant's source from its kernels/ body: the text a variant carries is the body as one
-// configuration compiles it, not the whole family. Passes, in order:
-//   1. comments and include guards dropped (kernels/ keeps them: they are for people);
-//   2. `if` / `if constexpr` statements whose condition the instance's Config decides are
-//      replaced by the branch taken (conditions over `Cfg::NAME`, integer and bool literals,
-//      arithmetic, comparisons and ! && ||; a chain of && or || whose undecided operands are
-//      side-effect free keeps only those);
-//   3. namespace-scope declarations (functions, types, aliases, constants, items made by a
-//      function-like macro, and such macros) that nothing else left names are removed, until
-//      none is left to remove; namespaces left empty go too;
+// A variant's source from its kernels/ body: the text a variant carries is the body as its
+// Config compiles it, not the whole family. Passes, in order:
+//   1. comments, include guards and repeated includes go (kernels/ keeps them: for people);
+//   2. what the instance's Config (`using Cfg = ns::Config<args>`, its members evaluated from
+//      the arguments) and op (`using Op = ...`) decide is resolved: `if` / `if constexpr` become
+//      the branch taken, `c ? x : y` the operand taken, static_asserts that hold go; conditions
+//      over `Cfg::NAME`, `Op::NAME`, integer and bool literals, arithmetic, comparisons and
+//      ! && ||, a chain of && or || folded where its undecided operands may go unevaluated;
+//   3. what nothing names any more goes, until nothing more does: namespace-scope functions,
+//      types, aliases and constants, structs a macro makes, function-like macros, local
+//      variables of builtin types with side-effect-free initializers, Config and op members;
+//      namespaces left empty go, adjacent blocks of one namespace merge, a macro left with one
+//      use is expanded there (after which step 2 runs again: the op's struct is now readable);
 //   4. trailing blanks and runs of blank lines squeezed.
-// The compiler would discard the same branches (their conditions are constants) and emits
-// nothing for the unused declarations, so a kernel compiles to the same code from either text.
-// Not a C++ parser: a lexer, brace matching and the conventions of kernels/ (a Config struct
-// template whose members mirror its parameters, `Cfg` for the config type in templates).
+// The compiler discards the same branches (their conditions are constants) and emits nothing
+// for unused declarations, so the kernels compile from either text to the same PTX
+// (tests/unit/test_families_compile.cpp checks a sample). Not a C++ parser: a lexer, bracket
+// matching and the conventions of kernels/ (a Config struct template whose members mirror its
+// parameters, `Cfg` and `Op` for the config and op types in templates). Step 3 depends on the
+// instance only through its names, so it runs once per (resolved text, instance without numbers).
 #include <algorithm>
 #include <cctype>
 #include <map>
 #include <memory>
 #include <mutex>
-#include <unordered_map>
 #include <optional>
 #include <set>
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "data/families_internal.h"
@@ -66,11 +71,7 @@ std::string strip_comments(const std::string& text) {
   size_t i = 0;
   auto end_line = [&]() {
     while (!out.empty() && (out.back() == ' ' || out.back() == '\t')) out.pop_back();
-    if (line_had_comment && !line_had_code) {
-      // drop what is left of the line (only blanks): back to the previous newline
-    } else {
-      out += '\n';
-    }
+    if (line_had_code || !line_had_comment) out += '\n';  // a comment's own line goes
     line_had_code = line_had_comment = false;
   };
   while (i < text.size()) {
@@ -89,8 +90,8 @@ std::string strip_comments(const std::string& text) {
       const size_t end = text.find("*/", i + 2);
       const size_t stop = end == std::string::npos ? text.size() : end + 2;
       line_had_comment = true;
-      const bool glue = !out.empty() && ident_char(out.back()) && stop < text.size() &&
-                        ident_char(text[stop]);
+      const bool glue =
+          !out.empty() && ident_char(out.back()) && stop < text.size() && ident_char(text[stop]);
       // a multi-line block comment: its newlines go, the line ends with it
       if (glue) out += ' ';
       i = stop;
@@ -110,8 +111,7 @@ std::string strip_comments(const std::string& text) {
       ++i;
     }
   }
-  if (!out.empty() && out.back() != '\n' && (line_had_code || !line_had_comment)) end_line();
-  // Lines emptied by a comment were dropped without their newline; the line before keeps its.
+  if (!out.empty() && out.back() != '\n') end_line();
   return out;
 }
 
@@ -167,11 +167,12 @@ std::vector<Token> lex(const std::string& s) {
       while (i < s.size() && ident_char(s[i])) ++i;
       out.push_back({Kind::ident, b, i, s.substr(b, i - b)});
     } else if (std::isdigit(static_cast<unsigned char>(c)) ||
-               (c == '.' && i + 1 < s.size() && std::isdigit(static_cast<unsigned char>(s[i + 1])))) {
-      while (i < s.size() && (ident_char(s[i]) || s[i] == '.' ||
-                              ((s[i] == '+' || s[i] == '-') &&
-                               (s[i - 1] == 'e' || s[i - 1] == 'E' || s[i - 1] == 'p' ||
-                                s[i - 1] == 'P'))))
+               (c == '.' && i + 1 < s.size() &&
+                std::isdigit(static_cast<unsigned char>(s[i + 1])))) {
+      while (i < s.size() &&
+             (ident_char(s[i]) || s[i] == '.' ||
+              ((s[i] == '+' || s[i] == '-') &&
+               (s[i - 1] == 'e' || s[i - 1] == 'E' || s[i - 1] == 'p' || s[i - 1] == 'P'))))
         ++i;
       out.push_back({Kind::number, b, i, s.substr(b, i - b)});
     } else if (c == '"' || c == '\'') {
@@ -239,15 +240,19 @@ std::optional<long long> literal_value(const std::string& x) {
   if (x == "false") return 0;
   if (x.empty() || !std::isdigit(static_cast<unsigned char>(x[0]))) return std::nullopt;
   std::string digits = x;
-  while (!digits.empty() && (digits.back() == 'u' || digits.back() == 'U' ||
-                             digits.back() == 'l' || digits.back() == 'L'))
-    digits.pop_back();
+  while (!digits.empty() && (digits.back() == 'l' || digits.back() == 'L')) digits.pop_back();
+  // (unsigned literals are left unknown: C++ compares them with negative values as unsigned)
   const bool hex = digits.size() > 2 && (digits[1] == 'x' || digits[1] == 'X');
   for (size_t k = hex ? 2 : 0; k < digits.size(); ++k)
     if (!(hex ? std::isxdigit(static_cast<unsigned char>(digits[k]))
               : std::isdigit(static_cast<unsigned char>(digits[k]))))
       return std::nullopt;  // a float, or something else
-  return std::stoll(digits, nullptr, hex ? 16 : (digits.size() > 1 && digits[0] == '0' ? 8 : 10));
+  try {
+    return std::stoll(digits, nullptr,
+                      hex ? 16 : (digits.size() > 1 && digits[0] == '0' ? 8 : 10));
+  } catch (const std::out_of_range&) {
+    return std::nullopt;
+  }
 }
 
 // Evaluates t[b, e) as an integer constant expression over literals and names: `Cfg::NAME` or
@@ -405,8 +410,8 @@ bool side_effect_free(const std::vector<Token>& t, size_t b, size_t e) {
     if (t[j].kind != Kind::punct) continue;
     const std::string& p = t[j].text;
     if (p == "(" && j > b && t[j - 1].kind == Kind::ident) return false;  // a call
-    if (p == "=" || p == "++" || p == "--" || (p.size() == 2 && p[1] == '=' && p != "==" &&
-                                               p != "!=" && p != "<=" && p != ">="))
+    if (p == "=" || p == "++" || p == "--" ||
+        (p.size() == 2 && p[1] == '=' && p != "==" && p != "!=" && p != "<=" && p != ">="))
       return false;
   }
   return true;
@@ -488,8 +493,7 @@ Partial fold(const std::string& text, const std::vector<Token>& t, size_t b, siz
   }
   if (!changed) return r;
   std::string joined;
-  for (const auto& l : left)
-    joined += (joined.empty() ? "" : std::string(" ") + op + " ") + l.text;
+  for (const auto& l : left) joined += (joined.empty() ? "" : std::string(" ") + op + " ") + l.text;
   r.text = joined;
   r.changed = true;
   return r;
@@ -528,13 +532,15 @@ std::string squeeze(const std::string& s) {
 // parameters bound to the arguments in order, and its `static constexpr` members whose
 // initializers evaluate over those (and earlier members), as "Cfg::MEMBER". Empty when the
 // instance has no such alias or the body no such unique struct.
-Env type_values(const std::vector<Token>& bt, const std::string& instance, const char* alias) {
+// `members` gets the members by their bare names (and the parameters), `body` the token range of
+// the struct's braces.
+Env type_values(const std::vector<Token>& bt, const std::string& instance, const char* alias,
+                Env* members = nullptr, std::pair<size_t, size_t>* body = nullptr) {
   Env env;
   const std::string inst = strip_comments(instance);
   const auto it = lex(inst);
   size_t u = 0;
-  while (u + 3 < it.size() &&
-         !(is(it, u, "using") && is(it, u + 1, alias) && is(it, u + 2, "=")))
+  while (u + 3 < it.size() && !(is(it, u, "using") && is(it, u + 1, alias) && is(it, u + 2, "=")))
     ++u;
   if (u + 3 >= it.size()) return env;
   size_t lt = u + 3;
@@ -651,14 +657,23 @@ Env type_values(const std::vector<Token>& bt, const std::string& instance, const
     }
     j = semi;
   }
+  if (members) *members = scope;
+  if (body) *body = {open, close};
   return env;
 }
 
 // ---- branches -----------------------------------------------------------------------------------
 
-const std::set<std::string> kNotDeclaring = {"return", "case",   "goto",   "else",  "do",
-                                             "new",    "delete", "throw",  "sizeof", "co_return",
-                                             "typename", "template", "operator"};
+// Words a declaration never declares.
+const std::set<std::string> kKeywords = {
+    "if",     "else",     "for",      "while",    "do",       "switch",        "case",
+    "return", "break",    "continue", "goto",     "default",  "constexpr",     "const",
+    "static", "volatile", "inline",   "typename", "template", "sizeof",        "decltype",
+    "true",   "false",    "nullptr",  "this",     "auto",     "static_assert", "asm"};
+
+const std::set<std::string> kNotDeclaring = {
+    "return", "case",   "goto",      "else",     "do",       "new",     "delete",
+    "throw",  "sizeof", "co_return", "typename", "template", "operator"};
 
 class Specializer {
  public:
@@ -763,14 +778,13 @@ class Specializer {
         j = match(t_, j);
         continue;
       }
-      if (t_[j].kind != Kind::ident || j == b) continue;
+      if (t_[j].kind != Kind::ident || j == b || kKeywords.count(t_[j].text)) continue;
       const Token& p = t_[j - 1];
       // T x, T* x, T& x, T<...> x, and later declarators after a comma
       const bool pointer = (is(t_, j - 1, "*") || is(t_, j - 1, "&") || is(t_, j - 1, "&&")) &&
                            j >= b + 2 && (t_[j - 2].kind == Kind::ident || is(t_, j - 2, ">"));
-      const bool after_type = (p.kind == Kind::ident && !kNotDeclaring.count(p.text)) ||
-                              pointer || is(t_, j - 1, ">") || is(t_, j - 1, ",") ||
-                              is(t_, j - 1, ">>");
+      const bool after_type = (p.kind == Kind::ident && !kNotDeclaring.count(p.text)) || pointer ||
+                              is(t_, j - 1, ">") || is(t_, j - 1, ",") || is(t_, j - 1, ">>");
       const bool before_init = j + 1 >= e || is(t_, j + 1, "=") || is(t_, j + 1, ";") ||
                                is(t_, j + 1, ",") || is(t_, j + 1, "[") || is(t_, j + 1, "(") ||
                                is(t_, j + 1, "{") || is(t_, j + 1, ":");
@@ -860,9 +874,11 @@ class Specializer {
         const size_t nl = at == 0 ? std::string::npos : s_.rfind('\n', at - 1);
         return at - (nl == std::string::npos ? 0 : nl + 1);
       };
-      const bool own_line = s_.find('\n', t_[cond_end].end) < t_[first].begin;
+      size_t code = first;  // a directive (#pragma unroll) keeps its first column
+      while (code + 1 < t_.size() && t_[code].kind == Kind::directive) ++code;
+      const bool own_line = s_.find('\n', t_[cond_end].end) < t_[code].begin;
       const size_t shift =
-          own_line && column(first) > column(if_tok) ? column(first) - column(if_tok) : 0;
+          own_line && column(code) > column(if_tok) ? column(code) - column(if_tok) : 0;
       size_t p = 0;
       bool first_line = true;
       while (p <= branch.size()) {
@@ -871,9 +887,9 @@ class Specializer {
         std::string line = branch.substr(p, q - p);
         p = q + 1;
         const size_t lead = line.find_first_not_of(' ');
-        if (first_line) {
+        if (first_line && line[0] != '#') {
           line = std::string(indent, ' ') + line;
-        } else if (lead != std::string::npos && line[lead] != '#') {
+        } else if (!first_line && lead != std::string::npos && line[lead] != '#') {
           line = line.substr(std::min(lead, shift));
         }
         first_line = false;
@@ -920,8 +936,8 @@ class Specializer {
   }
   void find_ternaries() {
     static const std::set<std::string> kBefore = {
-        "(", "[", "{", ",", ";", "}", "=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=",
-        "<<=", ">>=", "?", ":", "return", "case", "else", "do"};
+        "(",  "[",  "{",  ",",   ";",   "}", "=", "+=",     "-=",   "*=",   "/=", "%=",
+        "&=", "|=", "^=", "<<=", ">>=", "?", ":", "return", "case", "else", "do"};
     for (size_t q = 0; q < t_.size(); ++q) {
       if (!is(t_, q, "?")) continue;
       size_t c = q;
@@ -984,8 +1000,8 @@ class Specializer {
       if (angle) continue;
       // `(cond ? x : y)` in an expression becomes x, not (x), when x is one operand.
       if (c > 0 && is(t_, c - 1, "(") && is(t_, end, ")") && primary(b, e) &&
-          (c < 2 || (t_[c - 2].kind == Kind::punct && !is(t_, c - 2, ")") &&
-                     !is(t_, c - 2, "]") && !is(t_, c - 2, ">")))) {
+          (c < 2 || (t_[c - 2].kind == Kind::punct && !is(t_, c - 2, ")") && !is(t_, c - 2, "]") &&
+                     !is(t_, c - 2, ">")))) {
         ternary_[c - 1] = {end + 1, b, e};
         continue;
       }
@@ -1002,16 +1018,16 @@ class Specializer {
 // ---- unused declarations ------------------------------------------------------------------------
 
 struct Item {
-  size_t b = 0, e = 0;              // tokens [b, e)
-  std::vector<std::string> names;   // what it declares (empty: always kept)
-  std::vector<size_t> children;     // a namespace's items
+  size_t b = 0, e = 0;             // tokens [b, e)
+  std::vector<std::string> names;  // what it declares (empty: always kept)
+  std::vector<size_t> children;    // a namespace's items
   bool is_namespace = false;
   bool removed = false;
   int guard = -1;  // include guard: 0 #ifndef, 1 #define, 2 its #endif
 };
 
-const std::set<std::string> kAttributeLike = {"__launch_bounds__", "__align__", "alignas",
-                                              "__attribute__",     "decltype",  "__declspec",
+const std::set<std::string> kAttributeLike = {"__launch_bounds__", "__align__",  "alignas",
+                                              "__attribute__",     "decltype",   "__declspec",
                                               "noexcept",          "__maxnreg__"};
 
 class Pruner {
@@ -1451,15 +1467,14 @@ class Pruner {
           const std::string text = s_.substr(t_[it.b].begin, t_[it.b].end - t_[it.b].begin);
           const size_t k = text.find("KERNELRL_");
           const Item& next = items_[level[idx + 1]];
-          if (k != std::string::npos && !next.is_namespace &&
-              t_[next.b].kind == Kind::directive && t_[next.b].text == "define") {
+          if (k != std::string::npos && !next.is_namespace && t_[next.b].kind == Kind::directive &&
+              t_[next.b].text == "define") {
             const std::string macro = squeeze(text.substr(k));
-            const std::string def =
-                s_.substr(t_[next.b].begin, t_[next.b].end - t_[next.b].begin);
-            const bool named = macro.size() > 2 &&
-                               (macro.compare(macro.size() - 2, 2, "_H") == 0 ||
-                                (macro.size() > 4 &&
-                                 macro.compare(macro.size() - 4, 4, "_CUH") == 0));
+            const std::string def = s_.substr(t_[next.b].begin, t_[next.b].end - t_[next.b].begin);
+            const bool named =
+                macro.size() > 2 &&
+                (macro.compare(macro.size() - 2, 2, "_H") == 0 ||
+                 (macro.size() > 4 && macro.compare(macro.size() - 4, 4, "_CUH") == 0));
             if (named && squeeze(def.substr(def.find("define") + 6)) == macro) {
               guard = true;
               it.removed = true;
@@ -1611,6 +1626,37 @@ std::string drop_unused_locals(std::string text) {
   return text;
 }
 
+// Without the static_asserts the instance's Config passes: those in its struct over its members,
+// the others over `Cfg::`/`Op::` names (a check that holds is no code of the variant's; one that
+// does not hold, or that cannot be told, stays).
+std::string drop_passing_asserts(std::string text, const std::string& instance, const Env& env) {
+  const auto t = lex(text);
+  Env members;
+  std::pair<size_t, size_t> config{t.size(), t.size()};
+  type_values(t, instance, "Cfg", &members, &config);
+  std::vector<std::pair<size_t, size_t>> cuts;  // byte ranges
+  for (size_t j = 1; j + 1 < t.size(); ++j) {
+    if (!is(t, j, "static_assert") || !is(t, j + 1, "(")) continue;
+    if (!(is(t, j - 1, ";") || is(t, j - 1, "{") || is(t, j - 1, "}") ||
+          t[j - 1].kind == Kind::directive))
+      continue;
+    const size_t close = match(t, j + 1);
+    if (!is(t, close + 1, ";")) continue;
+    const auto parts = split_at(t, j + 2, close, ",");
+    const bool in_config = j > config.first && j < config.second;
+    const auto v = Evaluator(t, parts[0].first, parts[0].second, in_config ? members : env,
+                             /*qualified=*/!in_config)
+                       .run();
+    if (!v || !*v) continue;
+    size_t from = t[j].begin, to = t[close + 1].end;
+    while (from > 0 && text[from - 1] == ' ') --from;
+    if (to < text.size() && text[to] == '\n') ++to;
+    cuts.push_back({from, to});
+  }
+  for (auto c = cuts.rbegin(); c != cuts.rend(); ++c) text.erase(c->first, c->second - c->first);
+  return text;
+}
+
 // The struct the instance's `alias` (Cfg, Op) names without its `static constexpr` members that
 // nothing names any more (a knob whose branches are resolved), until none is left to remove.
 std::string drop_unused_members(std::string text, const std::string& instance, const char* alias) {
@@ -1623,8 +1669,7 @@ std::string drop_unused_members(std::string text, const std::string& instance, c
     const auto t = lex(text);
     // the struct `using Cfg = ns::Name<...>` names (unique in the body)
     size_t u = 0;
-    while (u + 3 < it.size() &&
-           !(is(it, u, "using") && is(it, u + 1, alias) && is(it, u + 2, "=")))
+    while (u + 3 < it.size() && !(is(it, u, "using") && is(it, u + 1, alias) && is(it, u + 2, "=")))
       ++u;
     if (u + 3 >= it.size()) return text;
     size_t lt = u + 3;
@@ -1752,7 +1797,7 @@ std::string variant_body(const std::string& body, const std::string& instance) {
   };
   static std::mutex mutex;
   static std::map<std::string, std::shared_ptr<const Stripped>> stripped;  // by body
-  static std::unordered_map<std::string, std::string> finished;           // by resolved + skeleton
+  static std::unordered_map<std::string, std::string> finished;            // by resolved + skeleton
   std::shared_ptr<const Stripped> in;
   {
     std::lock_guard<std::mutex> lock(mutex);
@@ -1770,7 +1815,10 @@ std::string variant_body(const std::string& body, const std::string& instance) {
   Env env = type_values(in->tokens, instance, "Cfg");
   const Env op = type_values(in->tokens, instance, "Op");
   env.insert(op.begin(), op.end());
-  std::string resolved = env.empty() ? in->text : Specializer(in->text, in->tokens, env).run();
+  std::string resolved =
+      env.empty()
+          ? in->text
+          : drop_passing_asserts(Specializer(in->text, in->tokens, env).run(), instance, env);
   const std::string key = resolved + '\0' + skeleton(instance);
   {
     std::lock_guard<std::mutex> lock(mutex);

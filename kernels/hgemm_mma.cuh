@@ -66,7 +66,9 @@ __device__ __forceinline__ void load_tile_walk(__half* sA, __half* sB,
                                                const __half* __restrict__ gB, int rows_a,
                                                int cols_b, int N, int K, int tid) {
   constexpr int BK = Cfg::BK, BN = Cfg::BN, VEC = Cfg::VEC, THREADS = Cfg::THREADS;
-  static_assert(THREADS % (BK / VEC) == 0 && THREADS % (BN / VEC) == 0, "whole rows per pass");
+  static_assert(
+      Cfg::THREADS % (Cfg::BK / Cfg::VEC) == 0 && Cfg::THREADS % (Cfg::BN / Cfg::VEC) == 0,
+      "whole rows per pass");
   constexpr int K_ROWS = THREADS / (BK / VEC);  // rows per pass of a k-contiguous tile
   {
     const int row0 = tid / (BK / VEC), col = (tid % (BK / VEC)) * VEC;
@@ -109,7 +111,7 @@ __device__ __forceinline__ void mainloop_dbuf(float (&acc)[Cfg::MI][Cfg::NI][4],
                                               int warp_n, int lane, int tid) {
   constexpr int STAGES = Cfg::STAGES, BK = Cfg::BK, KI = Cfg::KI;
   constexpr int STAGE_HALVES = Cfg::STAGE_HALVES, A_TILE = Cfg::A_TILE;
-  static_assert(KI >= 2 && KI % 2 == 0, "k-step 0 of every tile uses fragment buffer 0");
+  static_assert(Cfg::KI >= 2 && Cfg::KI % 2 == 0, "k-step 0 of every tile uses fragment buffer 0");
   // Corners of k-tile t: A at gA + t * BK, B at gB + t * B_STEP.
   const __half* gA = A + (size_t)m0 * K + (size_t)kt_begin * BK;
   const __half* gB = Cfg::B_COL_MAJOR ? B + (size_t)n0 * K + (size_t)kt_begin * BK

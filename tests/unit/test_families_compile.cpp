@@ -620,35 +620,36 @@ TEST(FamiliesCompile, EveryDistinctVariantSourceCompiles) {
   EXPECT_EQ(r.exit_code, 0) << host.size() << " host sources\n" << r.output;
 }
 
-// The kernels of a cubin: name (anonymous namespaces' file-dependent names made one) -> its SASS
-// instructions.
-std::map<std::string, std::vector<std::string>> cubin_sass(const std::string& cubin) {
-  auto r = testing::run_command(std::filesystem::path(nvcc()).parent_path().string() +
-                                "/cuobjdump -sass " + cubin);
-  EXPECT_EQ(r.exit_code, 0) << r.output;
-  const std::regex anon("_GLOBAL__N__[0-9a-f]+_[0-9]+_[A-Za-z0-9_]+?_cu_[0-9a-f]+");
-  const std::regex function(R"(^\s*Function : (\S+))"), instruction(R"(/\*[0-9a-f]{4}\*/)");
+// The kernels and device functions of a PTX file: name -> its lines, with the anonymous
+// namespaces' names (which hash the file's path) made one and block labels without the
+// function's index in the file ($L__BB<function>_<block>).
+std::map<std::string, std::vector<std::string>> ptx_functions(const std::string& ptx) {
+  const std::regex anon("(_GLOBAL__N_|_INTERNAL)_[0-9a-f]+_[0-9]+_[A-Za-z0-9_]+?_cu_[0-9a-f]+");
+  const std::regex label(R"(\$L__BB[0-9]+_)");
+  const std::regex head(
+      R"(^\s*(?:\.visible\s+|\.weak\s+)?\.(?:entry|func)\s+(?:\([^)]*\)\s*)?(\S+?)\()");
   std::map<std::string, std::vector<std::string>> out;
   std::vector<std::string>* cur = nullptr;
-  std::istringstream lines(r.output);
+  std::istringstream lines(
+      std::regex_replace(std::regex_replace(ptx, anon, "ANON"), label, "$L__BB_"));
   for (std::string line; std::getline(lines, line);) {
     std::smatch m;
-    if (std::regex_search(line, m, function)) {
-      cur = &out[std::regex_replace(m[1].str(), anon, "ANON")];
-    } else if (cur && std::regex_search(line, instruction)) {
-      cur->push_back(std::regex_replace(line.substr(0, line.find(';')), anon, "ANON"));
-    }
+    if (!cur && std::regex_search(line, m, head)) cur = &out[m[1].str()];
+    if (!cur) continue;
+    cur->push_back(line);
+    if (line == "}") cur = nullptr;
   }
   return out;
 }
 
 // A variant's text compiles to the same kernels as the whole kernels/ body with its instance:
-// every kernel of the variant's cubin has the SASS of the kernel of the same name in the whole
-// body's cubin (which may hold more: kernels the Config never launches). The sample: both mma
+// every kernel and device function of the variant's PTX for sm_90a (what ptxas makes the SASS
+// of) is, line for line, the one of the same name in the whole body's PTX (which may hold more:
+// kernels the Config never launches). The sample: both mma
 // main loops (one with split-K, fp16 accumulation), hgemm_small with a cluster split and PDL and
 // without either, a tiled variant, a wgmma 2-CTA cluster, and general ops whose op struct a
 // macro makes (sum_rows, relu) or whose op decides branches (matmul_bias_relu, transpose).
-TEST(FamiliesCompile, VariantSourcesCompileToTheSameKernelsAsTheWholeBody) {
+TEST(FamiliesCompile, VariantSourcesCompileToTheSamePtxAsTheWholeBody) {
   std::string nv = nvcc();
   if (nv.empty()) GTEST_SKIP() << "no nvcc";
   auto pick = [](const std::string& family, const std::string& layout, const std::string& acc,
@@ -669,11 +670,10 @@ TEST(FamiliesCompile, VariantSourcesCompileToTheSameKernelsAsTheWholeBody) {
       pick("hgemm_tiled", "nn", "f16", {}),
       pick("hgemm_wgmma", "tn", "f32", {{"CLUSTER", 2}, {"EPI", 1}}),
   };
+  std::set<std::string> ops = {"sum_rows", "relu", "matmul_bias_relu", "transpose2d"};
   for (const auto& t :
        load_task_suite(std::string(KERNELRL_SOURCE_DIR) + "/configs/tasks/general.yaml")) {
-    static const std::set<std::string> ops = {"sum_rows", "relu", "matmul_bias_relu",
-                                              "transpose2d"};
-    if (!ops.count(t.op)) continue;
+    if (!ops.erase(t.op)) continue;  // the first task of each
     auto vs = variants_for_task(t, "cuda");
     ASSERT_FALSE(vs.empty()) << t.name;
     sample.push_back(vs.back());
@@ -682,24 +682,51 @@ TEST(FamiliesCompile, VariantSourcesCompileToTheSameKernelsAsTheWholeBody) {
   ScratchDir dir;
   for (size_t i = 0; i < sample.size(); ++i) {
     const KernelVariant& v = sample[i];
-    std::map<std::string, std::vector<std::string>> sass[2];
+    std::map<std::string, std::vector<std::string>> ptx[2];
     const std::string texts[2] = {whole_body(v) + split_instance(v.source).second, v.source};
     for (int k = 0; k < 2; ++k) {
       // The same file name in two folders: the anonymous namespaces' names depend on it.
       const auto sub = dir / (std::to_string(i) + (k ? "own" : "whole"));
       std::filesystem::create_directories(sub);
       write_text(sub / "v.cu", texts[k]);
-      auto r = testing::run_command(nv + " -std=c++17 -O3 -DNDEBUG -cubin" + kSm90a + " -I " +
-                                    kernels_dir() + " -o " + (sub / "v.cubin").string() + " " +
+      auto r = testing::run_command(nv + " -std=c++17 -O3 -DNDEBUG -ptx -arch=sm_90a -I " +
+                                    kernels_dir() + " -o " + (sub / "v.ptx").string() + " " +
                                     (sub / "v.cu").string());
       ASSERT_EQ(r.exit_code, 0) << v.name << (k ? " (its own text)" : " (whole body)") << "\n"
                                 << r.output;
-      sass[k] = cubin_sass((sub / "v.cubin").string());
+      ptx[k] = ptx_functions(testing::read_text(sub / "v.ptx"));
     }
-    ASSERT_FALSE(sass[1].empty()) << v.name;
-    for (const auto& [name, code] : sass[1]) {
-      ASSERT_TRUE(sass[0].count(name)) << v.name << ": " << name;
-      EXPECT_EQ(code, sass[0].at(name)) << v.name << ": " << name;
+    ASSERT_FALSE(ptx[1].empty()) << v.name;
+    if (i == 0) {
+      // Negative control: the double-buffered loop without its last k-tile (the GPU test's
+      // broken variant) is another kernel.
+      std::string bad = v.source;
+      const std::string loop = "for (int kt = 0; kt < k_tiles; ++kt) {";
+      const size_t at = bad.find(loop, bad.find("void mainloop_dbuf("));
+      ASSERT_NE(at, std::string::npos);
+      bad.replace(at, loop.size(), "for (int kt = 0; kt < k_tiles - 1; ++kt) {");
+      const auto sub = dir / "bad";
+      std::filesystem::create_directories(sub);
+      write_text(sub / "v.cu", bad);
+      auto r = testing::run_command(nv + " -std=c++17 -O3 -DNDEBUG -ptx -arch=sm_90a -I " +
+                                    kernels_dir() + " -o " + (sub / "v.ptx").string() + " " +
+                                    (sub / "v.cu").string());
+      ASSERT_EQ(r.exit_code, 0) << r.output;
+      const auto broken = ptx_functions(testing::read_text(sub / "v.ptx"));
+      size_t differ = 0;
+      for (const auto& [name, code] : broken)
+        differ += ptx[0].count(name) && ptx[0].at(name) != code;
+      EXPECT_EQ(differ, 1u);  // the kernel, not splitk_to_half
+    }
+    for (const auto& [name, code] : ptx[1]) {
+      ASSERT_TRUE(ptx[0].count(name)) << v.name << ": " << name;
+      const auto& whole = ptx[0].at(name);
+      size_t k = 0;
+      while (k < code.size() && k < whole.size() && code[k] == whole[k]) ++k;
+      EXPECT_TRUE(k == code.size() && k == whole.size())
+          << v.name << ": " << name << " differs at line " << k << ": "
+          << (k < code.size() ? code[k] : "(end)") << " | "
+          << (k < whole.size() ? whole[k] : "(end)");
     }
   }
 }
