@@ -6,8 +6,8 @@
 # build` from the CUDA toolkit headers, `kernelrl data synth --families all --n 3000`, as
 # scripts/quickstart.sh) and trains the 8192-piece tokenizer on it the way the pretrain stage
 # does. With BASELINE_COMMIT (b6fdebf: the last commit whose generators wrote each variant's own
-# code as text templates) it builds that commit's kernelrl in a scratch worktree (ccache makes
-# this quick) and writes all its variants (`data synth --families all --n 7000`: 500 rounds of
+# code as text templates) it builds that commit's kernelrl in a scratch worktree in BUILD_DIR
+# (ccache makes this quick) and writes all its variants (`data synth --families all --n 7000`: 500 rounds of
 # the round robin, more than any family has variants). Writes OUT_DIR/family_tokens.md (per
 # family: variants, code chars and tokens before / after, how many fit the quickstart's
 # completion and prompt budgets) and OUT_DIR/family_tokens.csv (one row per variant).
@@ -23,7 +23,9 @@ cuda_include=$(dirname "$(dirname "$(command -v nvcc || echo /usr/local/cuda/bin
 args=()
 if [[ -n "$baseline" ]]; then
   if [[ ! -s "$out/baseline-$baseline.jsonl" ]]; then
-    src="$out/baseline-src"
+    # In the build folder: under CCACHE_BASEDIR like the tree (a checkout elsewhere, e.g. /tmp,
+    # misses the cache and rebuilds everything: ~30 min on 2 cores).
+    src="$(cd "$build" && pwd)/family-tokens-baseline-src"
     git worktree remove --force "$src" 2> /dev/null || true
     git worktree add --detach "$src" "$baseline" > /dev/null
     cmake -S "$src" -B "$src/build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
