@@ -2,8 +2,9 @@
 // evaluator contract (kernels/kernel_abi.h: `extern "C" int kernelrl_launch(const kernelrl_args*,
 // void* stream)`), each with an instruction stating the target and the choices made. Every
 // family's kernels are real files in kernels/ (embedded at build time by kernels/CMakeLists.txt):
-// a variant's source is its family's file (which includes "kernel_abi.h", provided by the
-// evaluator) followed by an instance block that sets the variant's knobs as a Config and defines
+// a variant's source is the code of its family's file (which includes "kernel_abi.h", provided
+// by the evaluator) that its Config uses, without comments (families_internal.h variant_source),
+// followed by an instance block that sets the variant's knobs as a Config and defines
 // kernelrl_launch (families_internal.h instance_block).
 //   HGEMM (CUDA): hgemm_tiled (shared-memory SIMT), hgemm_wmma (WMMA 16x16x16), hgemm_mma
 //   (mma.sync m16n8k16 + ldmatrix + multi-stage cp.async, XOR-swizzled shared memory, grouped

@@ -1,11 +1,12 @@
 // General kernel families (CUDA and host): elementwise, reduction, softmax, norm, transpose,
 // gather_scatter, matmul. Each category's kernels are real files in kernels/ (general_<cat>.cuh
 // for CUDA, general_<cat>_host.h for the host; the ops are templates over the task's params, one
-// struct per op), embedded at build time by kernels/CMakeLists.txt. A variant is that file plus
-// an instance block: the task's scalar params (`struct Task`), the variant's knobs as a Config,
-// and a kernelrl_launch calling the op. Sizes come from kernelrl_args.dims: the first input's
-// shape, then the task params bit-cast from double (op params first, then the sizes the first
-// input does not carry, see task_suite.h).
+// struct per op), embedded at build time by kernels/CMakeLists.txt. A variant is the code of that
+// file its op and Config use (families_source.cpp: one op's struct, one path) plus an instance
+// block: the task's scalar params (`struct Task`), the op over them (`using Op`), the variant's
+// knobs as a Config, and a kernelrl_launch calling the op. Sizes come from kernelrl_args.dims: the
+// first input's shape, then the task params bit-cast from double (op params first, then the sizes
+// the first input does not carry, see task_suite.h).
 #include <cctype>
 #include <sstream>
 #include <stdexcept>
@@ -123,19 +124,22 @@ std::vector<KernelVariant> general_family_variants(const std::string& family,
   if (cat != family) return {};
   std::vector<KernelVariant> out;
   const std::string task =
-      "struct Task {  // the task's scalar parameters\n  static constexpr float P0 = " +
-      p_literal(op_params, 0) + ", P1 = " + p_literal(op_params, 1) + ";\n};";
+      "struct Task {\n  static constexpr float P0 = " + p_literal(op_params, 0) +
+      ", P1 = " + p_literal(op_params, 1) + ";\n};";
   const std::string contract = op_contract(*info, op_params);
-  const std::string opt = op_struct(op);
+  const std::string opt = "Op";  // the instance's alias of the op's struct over the task
   // `config`: the Config type and its knobs ("" for none); `call`: kernelrl_launch's return
-  // expression, using Cfg and the op.
+  // expression, using Cfg and Op.
   auto finish = [&](KernelVariant v, const std::string& config, const ConfigArgs& knobs,
                     const std::string& call, const std::string& how) {
     const bool cuda = v.backend == "cuda";
-    v.source = body_text(cat, cuda) +
-               families::instance_block(info->name + " (" + info->formula + "), " +
-                                            (cuda ? "CUDA" : "host C++") + ": " + how,
-                                        task, config, knobs, call, cuda);
+    const bool uses_op = call.find("Op>") != std::string::npos || call.rfind("Op::", 0) == 0;
+    v.source = families::variant_source(
+        body_text(cat, cuda),
+        families::instance_block(
+            info->name + " (" + info->formula + "), " + (cuda ? "CUDA" : "host C++") + ": " + how,
+            task + (uses_op ? "\nusing Op = " + op_struct(op) + ";" : ""), config, knobs, call,
+            cuda));
     v.instruction = std::string("Write a ") +
                     (cuda ? "CUDA kernel" : "host (CPU, plain C++17) function") +
                     " for KernelRL's kernelrl_launch contract that computes " + contract + "." +

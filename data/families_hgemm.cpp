@@ -1,8 +1,10 @@
 // HGEMM kernel families hgemm_tiled, hgemm_wmma, hgemm_mma (CUDA) and hgemm_host (C++): every
-// variant is its family's file in kernels/ (hgemm_tiled.cuh, hgemm_wmma.cuh, hgemm_mma.cuh with
-// mma_sync.cuh, hgemm_host.h; embedded at build time by kernels/CMakeLists.txt) followed by an
-// instance block that sets the variant's knobs as the family's Config and defines
-// kernelrl_launch.
+// variant is the code of its family's file in kernels/ (hgemm_tiled.cuh, hgemm_wmma.cuh,
+// hgemm_mma.cuh with mma_sync.cuh, hgemm_host.h; embedded at build time by kernels/
+// CMakeLists.txt) that its Config uses (families_source.cpp), followed by an instance block that
+// sets the variant's knobs as the family's Config and defines kernelrl_launch.
+#include <map>
+#include <mutex>
 #include <sstream>
 
 #include "data/families.h"
@@ -79,10 +81,10 @@ void finish_tiled(KernelVariant& v) {
   std::ostringstream s;
   s << "block tile " << p("BM") << "x" << p("BN") << "x" << p("BK") << ", thread tile " << p("TM")
     << "x" << p("TN") << ", " << layout_word(v.layout) << ", " << v.acc << " accumulation";
-  v.source =
-      k_hgemm_tiled_text + instance_block(s.str(), "", "hgemm_tiled::Config",
-                                          knobs(v, {"BM", "BN", "BK", "TM", "TN"}),
-                                          "hgemm_tiled::run<Cfg>(args, stream)", /*cuda=*/true);
+  v.source = families::variant_source(
+      k_hgemm_tiled_text,
+      instance_block(s.str(), "", "hgemm_tiled::Config", knobs(v, {"BM", "BN", "BK", "TM", "TN"}),
+                     "hgemm_tiled::run<Cfg>(args, stream)", /*cuda=*/true));
   v.instruction = "Write a CUDA HGEMM kernel for KernelRL's kernelrl_launch contract: " +
                   contract(v.layout, v.acc) +
                   ". Use a classic shared-memory tiled SIMT kernel (no tensor cores): each block "
@@ -105,9 +107,10 @@ void finish_wmma(KernelVariant& v) {
   std::ostringstream s;
   s << "block tile " << p("BM") << "x" << p("BN") << "x32, warp tile " << p("WM") << "x" << p("WN")
     << ", " << layout_word(v.layout) << ", " << v.acc << " accumulation";
-  v.source = k_hgemm_wmma_text + instance_block(s.str(), "", "hgemm_wmma::Config",
-                                                knobs(v, {"BM", "BN", "WM", "WN"}),
-                                                "hgemm_wmma::run<Cfg>(args, stream)", true);
+  v.source = families::variant_source(
+      k_hgemm_wmma_text,
+      instance_block(s.str(), "", "hgemm_wmma::Config", knobs(v, {"BM", "BN", "WM", "WN"}),
+                     "hgemm_wmma::run<Cfg>(args, stream)", /*cuda=*/true));
   int warps = static_cast<int>((p("BM") / p("WM")) * (p("BN") / p("WN")));
   v.instruction = "Write a CUDA HGEMM kernel for KernelRL's kernelrl_launch contract: " +
                   contract(v.layout, v.acc) +
@@ -143,8 +146,9 @@ void finish_mma(KernelVariant& v) {
   kn.push_back({"EPI_SMEM", flag(p("EPI"))});
   kn.push_back({"MIN_BLOCKS", std::to_string(p("MINB"))});
   kn.push_back({"DBUF", flag(p("DBUF"))});
-  v.source = k_hgemm_mma_text + instance_block(s.str(), "", "hgemm_mma::Config", kn,
-                                               "hgemm_mma::run<Cfg>(args, stream)", true);
+  v.source = families::variant_source(
+      k_hgemm_mma_text, instance_block(s.str(), "", "hgemm_mma::Config", kn,
+                                       "hgemm_mma::run<Cfg>(args, stream)", /*cuda=*/true));
   int warps = static_cast<int>((p("BM") / p("WM")) * (p("BN") / p("WN")));
   std::ostringstream ins;
   ins << "Write a CUDA HGEMM kernel for KernelRL's kernelrl_launch contract: "
@@ -183,8 +187,9 @@ void finish_host(KernelVariant& v) {
   std::string summary = "cache blocks of " + std::to_string(tile) + ", " + layout_word(v.layout) +
                         ", " + v.acc + " accumulation";
   ConfigArgs kn = knobs(v, {"TILE"});
-  v.source = k_hgemm_host_text + instance_block(summary, "", "hgemm_host::Config", kn,
-                                                "hgemm_host::run<Cfg>(args)", /*cuda=*/false);
+  v.source = families::variant_source(
+      k_hgemm_host_text, instance_block(summary, "", "hgemm_host::Config", kn,
+                                        "hgemm_host::run<Cfg>(args)", /*cuda=*/false));
   v.instruction =
       "Write a host (CPU, plain C++17) HGEMM for KernelRL's kernelrl_launch contract "
       "(the stream argument is null and ignored): " +
@@ -195,9 +200,7 @@ void finish_host(KernelVariant& v) {
       (v.acc == "f16" ? ", rounding the running sums to fp16 after every k block." : ".");
 }
 
-}  // namespace
-
-std::vector<KernelVariant> hgemm_family_variants(const std::string& family) {
+std::vector<KernelVariant> make_variants(const std::string& family) {
   if (family == "hgemm_wgmma") return families::hgemm_wgmma_variants();
   if (family == "hgemm_cutlass") return families::hgemm_cutlass_variants();
   if (family == "hgemm_small") return families::hgemm_small_variants();
@@ -299,6 +302,19 @@ std::vector<KernelVariant> hgemm_family_variants(const std::string& family) {
       }
     }
   return out;
+}
+
+}  // namespace
+
+std::vector<KernelVariant> hgemm_family_variants(const std::string& family) {
+  // Made once per process (each variant's text is specialized from its body; callers ask per
+  // task).
+  static std::mutex mutex;
+  static std::map<std::string, std::vector<KernelVariant>> made;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = made.find(family);
+  if (it == made.end()) it = made.emplace(family, make_variants(family)).first;
+  return it->second;
 }
 
 }  // namespace kernelrl

@@ -1,6 +1,7 @@
-// HGEMM kernel family hgemm_cutlass (sm_90a only): every variant is kernels/hgemm_cutlass.cuh
-// (CUTLASS 3.x collective builders; embedded at build time by kernels/CMakeLists.txt) followed
-// by an instance block that picks a Config and defines kernelrl_launch. The evaluator compiles
+// HGEMM kernel family hgemm_cutlass (sm_90a only): every variant is the code of
+// kernels/hgemm_cutlass.cuh (CUTLASS 3.x collective builders; embedded at build time by
+// kernels/CMakeLists.txt) that its Config uses (families_source.cpp), followed by an instance
+// block that picks a Config and defines kernelrl_launch. The evaluator compiles
 // candidates with the CUTLASS headers of reward.include_dirs. fp32 accumulation only.
 #include <sstream>
 
@@ -105,7 +106,7 @@ std::vector<KernelVariant> hgemm_cutlass_variants() {
                   {"CN", k.cn}, {"SCHED", k.sched}, {"RASTER", k.raster}, {"SWIZZLE", k.swizzle}};
       v.name = v.family + "_" + layout + "_accf32_" + param_list(v.params, "_");
       v.instruction = instruction(k, hgemm_contract(layout, "f32"), tn);
-      v.source = k_hgemm_cutlass_text + instance_block(k, tn);
+      v.source = variant_source(k_hgemm_cutlass_text, instance_block(k, tn));
       out.push_back(std::move(v));
     }
   return out;

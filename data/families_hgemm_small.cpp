@@ -1,6 +1,7 @@
-// HGEMM kernel family hgemm_small: every variant is kernels/hgemm_small.cuh (with mma_sync.cuh;
-// embedded at build time by kernels/CMakeLists.txt) followed by an instance block that picks a
-// Config and defines kernelrl_launch. fp32 accumulation only. sm_90a (thread-block clusters,
+// HGEMM kernel family hgemm_small: every variant is the code of kernels/hgemm_small.cuh (with
+// mma_sync.cuh; embedded at build time by kernels/CMakeLists.txt) that its Config uses
+// (families_source.cpp), followed by an instance block that picks a Config and defines
+// kernelrl_launch. fp32 accumulation only. sm_90a (thread-block clusters,
 // distributed shared memory and griddepcontrol need Hopper; mma.sync and cp.async would not).
 #include <sstream>
 
@@ -102,7 +103,7 @@ std::vector<KernelVariant> hgemm_small_variants() {
                   {"SPLITK", k.split}, {"EPI", k.epi}, {"PDL", k.pdl}};
       v.name = v.family + "_" + layout + "_accf32_" + param_list(v.params, "_");
       v.instruction = instruction(k, hgemm_contract(layout, "f32"), tn);
-      v.source = k_hgemm_small_text + instance_text(k, tn);
+      v.source = variant_source(k_hgemm_small_text, instance_text(k, tn));
       out.push_back(std::move(v));
     }
   return out;

@@ -1,6 +1,7 @@
-// HGEMM kernel family hgemm_wgmma (sm_90a only): every variant is the body of
-// kernels/hgemm_wgmma.cuh (embedded at build time by kernels/CMakeLists.txt) followed by an
-// instance block that picks a Config and defines kernelrl_launch. fp32 accumulation only.
+// HGEMM kernel family hgemm_wgmma (sm_90a only): every variant is the code of
+// kernels/hgemm_wgmma.cuh (embedded at build time by kernels/CMakeLists.txt) that its Config uses
+// (families_source.cpp), followed by an instance block that picks a Config and defines
+// kernelrl_launch. fp32 accumulation only.
 #include <sstream>
 
 #include "data/families.h"
@@ -126,7 +127,7 @@ std::vector<KernelVariant> hgemm_wgmma_variants() {
                   {"EPI", k.epi}};
       v.name = v.family + "_" + layout + "_accf32_" + param_list(v.params, "_");
       v.instruction = instruction(k, hgemm_contract(layout, "f32"), tn);
-      v.source = k_hgemm_wgmma_text + instance_block(k, tn);
+      v.source = variant_source(k_hgemm_wgmma_text, instance_block(k, tn));
       out.push_back(std::move(v));
     }
   return out;

@@ -24,6 +24,14 @@ std::string instance_block(const std::string& what, const std::string& decls,
                            const std::string& config, const ConfigArgs& knobs,
                            const std::string& call, bool cuda);
 
+// The text of a kernels/ body (`body`, with its local includes inlined) that a variant with this
+// instance block carries: without comments and include guards, with the `if` / `if constexpr`
+// branches its `using Cfg = ...<args>` decides resolved, and without the namespace-scope
+// declarations that neither the rest nor the instance uses (families_source.cpp says how; the
+// kernels compile to the same code). variant_source is that text followed by the instance.
+std::string variant_body(const std::string& body, const std::string& instance);
+std::string variant_source(const std::string& body, const std::string& instance);
+
 // "name=value, ..." for instructions and ids.
 std::string param_list(const std::vector<std::pair<std::string, int64_t>>& p, const char* sep);
 

@@ -66,7 +66,9 @@ __device__ __forceinline__ void load_tile_walk(__half* sA, __half* sB,
                                                const __half* __restrict__ gB, int rows_a,
                                                int cols_b, int N, int K, int tid) {
   constexpr int BK = Cfg::BK, BN = Cfg::BN, VEC = Cfg::VEC, THREADS = Cfg::THREADS;
-  static_assert(THREADS % (BK / VEC) == 0 && THREADS % (BN / VEC) == 0, "whole rows per pass");
+  static_assert(
+      Cfg::THREADS % (Cfg::BK / Cfg::VEC) == 0 && Cfg::THREADS % (Cfg::BN / Cfg::VEC) == 0,
+      "whole rows per pass");
   constexpr int K_ROWS = THREADS / (BK / VEC);  // rows per pass of a k-contiguous tile
   {
     const int row0 = tid / (BK / VEC), col = (tid % (BK / VEC)) * VEC;
@@ -74,7 +76,7 @@ __device__ __forceinline__ void load_tile_walk(__half* sA, __half* sB,
 #pragma unroll
     for (int i = 0; i < Cfg::A_TILE / VEC / THREADS; ++i, src += K_ROWS * K) {
       const bool ok = row0 + i * K_ROWS < rows_a;
-      cp_async<VEC>(sA + swz(row0 + i * K_ROWS, col, BK), ok ? src : gA, ok);
+      cp_async<Cfg>(sA + swz(row0 + i * K_ROWS, col, BK), ok ? src : gA, ok);
     }
   }
   if constexpr (Cfg::B_COL_MAJOR) {  // smem rows are n, columns k
@@ -83,7 +85,7 @@ __device__ __forceinline__ void load_tile_walk(__half* sA, __half* sB,
 #pragma unroll
     for (int i = 0; i < Cfg::B_TILE / VEC / THREADS; ++i, src += K_ROWS * K) {
       const bool ok = row0 + i * K_ROWS < cols_b;
-      cp_async<VEC>(sB + swz(row0 + i * K_ROWS, col, BK), ok ? src : gB, ok);
+      cp_async<Cfg>(sB + swz(row0 + i * K_ROWS, col, BK), ok ? src : gB, ok);
     }
   } else {  // smem rows are k, columns n
     constexpr int N_ROWS = THREADS / (BN / VEC);
@@ -92,7 +94,7 @@ __device__ __forceinline__ void load_tile_walk(__half* sA, __half* sB,
     const bool ok = col < cols_b;
 #pragma unroll
     for (int i = 0; i < Cfg::B_TILE / VEC / THREADS; ++i, src += N_ROWS * N)
-      cp_async<VEC>(sB + swz(row0 + i * N_ROWS, col, BN), ok ? src : gB, ok);
+      cp_async<Cfg>(sB + swz(row0 + i * N_ROWS, col, BN), ok ? src : gB, ok);
   }
 }
 
@@ -109,7 +111,7 @@ __device__ __forceinline__ void mainloop_dbuf(float (&acc)[Cfg::MI][Cfg::NI][4],
                                               int warp_n, int lane, int tid) {
   constexpr int STAGES = Cfg::STAGES, BK = Cfg::BK, KI = Cfg::KI;
   constexpr int STAGE_HALVES = Cfg::STAGE_HALVES, A_TILE = Cfg::A_TILE;
-  static_assert(KI >= 2 && KI % 2 == 0, "k-step 0 of every tile uses fragment buffer 0");
+  static_assert(Cfg::KI >= 2 && Cfg::KI % 2 == 0, "k-step 0 of every tile uses fragment buffer 0");
   // Corners of k-tile t: A at gA + t * BK, B at gB + t * B_STEP.
   const __half* gA = A + (size_t)m0 * K + (size_t)kt_begin * BK;
   const __half* gB = Cfg::B_COL_MAJOR ? B + (size_t)n0 * K + (size_t)kt_begin * BK
@@ -205,8 +207,9 @@ __global__ void __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS)
                          lane, tid);
 
   // Epilogue: thread (g = lane/4, t = lane%4) holds rows g and g+8, columns 2t and 2t+1 of each
-  // 16x8 tile.
-  if (Cfg::EPI_SMEM && split_k == 1) {
+  // 16x8 tile. A Config with SPLIT_K 1 always runs with split_k 1 (run<> never splits more than
+  // it asks for): the conditions say so, so that its kernel has no split-K path.
+  if (Cfg::EPI_SMEM && (Cfg::SPLIT_K == 1 || split_k == 1)) {
     // Through shared memory (the pipeline buffers, now idle): then 16-byte coalesced stores.
     __syncthreads();
     __half* sC = smem;
@@ -234,42 +237,42 @@ __global__ void __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS)
         *reinterpret_cast<uint4*>(C + (size_t)(m0 + r) * N + n0 + c) =
             *reinterpret_cast<const uint4*>(&sC[r * LDC + c]);
     }
-    return;
-  }
+  } else {
 #pragma unroll
-  for (int i = 0; i < MI; ++i)
+    for (int i = 0; i < MI; ++i)
 #pragma unroll
-    for (int j = 0; j < NI; ++j) {
-      const int row = m0 + warp_m * WM + i * 16 + (lane >> 2);
-      const int col = n0 + warp_n * WN + j * 8 + (lane & 3) * 2;
-      if (col >= N) continue;
-      float v[4];
-      if constexpr (Cfg::ACC_F16) {
-        const float2 lo = __half22float2(*reinterpret_cast<const __half2*>(&hacc[i][j][0]));
-        const float2 hi = __half22float2(*reinterpret_cast<const __half2*>(&hacc[i][j][1]));
-        v[0] = lo.x;
-        v[1] = lo.y;
-        v[2] = hi.x;
-        v[3] = hi.y;
-      } else {
-        v[0] = acc[i][j][0];
-        v[1] = acc[i][j][1];
-        v[2] = acc[i][j][2];
-        v[3] = acc[i][j][3];
-      }
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int r = row + h * 8;
-        if (r >= M) continue;
-        if (split_k == 1) {
-          *reinterpret_cast<__half2*>(C + (size_t)r * N + col) =
-              __floats2half2_rn(v[2 * h], v[2 * h + 1]);
+      for (int j = 0; j < NI; ++j) {
+        const int row = m0 + warp_m * WM + i * 16 + (lane >> 2);
+        const int col = n0 + warp_n * WN + j * 8 + (lane & 3) * 2;
+        if (col >= N) continue;
+        float v[4];
+        if constexpr (Cfg::ACC_F16) {
+          const float2 lo = __half22float2(*reinterpret_cast<const __half2*>(&hacc[i][j][0]));
+          const float2 hi = __half22float2(*reinterpret_cast<const __half2*>(&hacc[i][j][1]));
+          v[0] = lo.x;
+          v[1] = lo.y;
+          v[2] = hi.x;
+          v[3] = hi.y;
         } else {
-          atomicAdd(ws + (size_t)r * N + col, v[2 * h]);
-          atomicAdd(ws + (size_t)r * N + col + 1, v[2 * h + 1]);
+          v[0] = acc[i][j][0];
+          v[1] = acc[i][j][1];
+          v[2] = acc[i][j][2];
+          v[3] = acc[i][j][3];
+        }
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int r = row + h * 8;
+          if (r >= M) continue;
+          if (Cfg::SPLIT_K == 1 || split_k == 1) {
+            *reinterpret_cast<__half2*>(C + (size_t)r * N + col) =
+                __floats2half2_rn(v[2 * h], v[2 * h + 1]);
+          } else {
+            atomicAdd(ws + (size_t)r * N + col, v[2 * h]);
+            atomicAdd(ws + (size_t)r * N + col + 1, v[2 * h + 1]);
+          }
         }
       }
-    }
+  }
 }
 
 // Split-K: the fp32 sums in the workspace become C.
@@ -292,17 +295,20 @@ int run(const kernelrl_args* args, void* stream) {
       return 3;
     smem_configured = true;
   }
-  int split = Cfg::SPLIT_K < K / Cfg::BK ? Cfg::SPLIT_K : K / Cfg::BK;
-  const size_t ws_bytes = (size_t)M * N * sizeof(float);
-  if (split > 1 && (args->workspace == nullptr || args->workspace_bytes < ws_bytes)) split = 1;
+  int split = 1;
   float* ws = (float*)args->workspace;
-  if (split > 1 && cudaMemsetAsync(ws, 0, ws_bytes, s) != cudaSuccess) return 4;
+  if constexpr (Cfg::SPLIT_K > 1) {
+    split = Cfg::SPLIT_K < K / Cfg::BK ? Cfg::SPLIT_K : K / Cfg::BK;
+    const size_t ws_bytes = (size_t)M * N * sizeof(float);
+    if (split > 1 && (ws == nullptr || args->workspace_bytes < ws_bytes)) split = 1;
+    if (split > 1 && cudaMemsetAsync(ws, 0, ws_bytes, s) != cudaSuccess) return 4;
+  }
   const int tiles = ((M + Cfg::BM - 1) / Cfg::BM) * ((N + Cfg::BN - 1) / Cfg::BN);
   hgemm_mma_kernel<Cfg><<<dim3(tiles, 1, split), Cfg::THREADS, Cfg::SMEM_BYTES, s>>>(
       (const __half*)args->inputs[0], (const __half*)args->inputs[1], (__half*)args->outputs[0], ws,
       M, N, K, split);
   if (cudaGetLastError() != cudaSuccess) return 5;
-  if (split > 1) {
+  if (Cfg::SPLIT_K > 1 && split > 1) {
     splitk_to_half<<<1024, 256, 0, s>>>(ws, (__half*)args->outputs[0], (size_t)M * N);
     if (cudaGetLastError() != cudaSuccess) return 6;
   }

@@ -104,7 +104,7 @@ __global__ void __launch_bounds__(Cfg::THREADS, 1)
                        lane, tid);
 
   // Thread (g = lane/4, t = lane%4) holds rows g and g+8, columns 2t and 2t+1 of each 16x8 tile.
-  if constexpr (S == 1 && !Cfg::EPI) {
+  if constexpr (Cfg::SPLIT_K == 1 && !Cfg::EPI) {
 #pragma unroll
     for (int i = 0; i < MI; ++i)
 #pragma unroll
@@ -119,7 +119,7 @@ __global__ void __launch_bounds__(Cfg::THREADS, 1)
           *reinterpret_cast<__half2*>(C + (size_t)(row + 8) * N + col) =
               __floats2half2_rn(acc[i][j][2], acc[i][j][3]);
       }
-  } else if constexpr (S == 1) {
+  } else if constexpr (Cfg::SPLIT_K == 1) {
     // The fp16 tile through shared memory (the drained pipeline), then 16-byte stores.
     __half* sC = smem;
     __syncthreads();  // every warp is done reading the pipeline's last stage

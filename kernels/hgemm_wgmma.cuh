@@ -255,7 +255,7 @@ __global__ void __launch_bounds__(Cfg::THREADS, 1)
   auto full = [&](int s) { return bars + 8 * s; };
   auto empty = [&](int s) { return bars + 8 * (STAGES + s); };
   const int wg = threadIdx.x / 128, t = threadIdx.x % 128;
-  const int rank = CL > 1 ? static_cast<int>(cluster_rank()) : 0;
+  const int rank = Cfg::CLUSTER > 1 ? static_cast<int>(cluster_rank()) : 0;
 
   if (threadIdx.x == 0) {
     for (int s = 0; s < STAGES; ++s) {
@@ -265,7 +265,7 @@ __global__ void __launch_bounds__(Cfg::THREADS, 1)
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   }
   __syncthreads();
-  if constexpr (CL > 1) cluster_sync();
+  if constexpr (Cfg::CLUSTER > 1) cluster_sync();
 
   Schedule sch;
   const int m_tiles = (M + BM - 1) / BM;
@@ -299,7 +299,7 @@ __global__ void __launch_bounds__(Cfg::THREADS, 1)
 #pragma unroll
             for (int kc = 0; kc < BK / 64; ++kc) {
               const uint32_t dst = b_dst + kc * BN * 128 + rank * ROWS * 128;
-              if constexpr (CL > 1)
+              if constexpr (Cfg::CLUSTER > 1)
                 tma_load_multicast(dst, &tma_b, full(stage), kb * BK + kc * 64,
                                    nt * BN + rank * ROWS, (1 << CL) - 1);
               else
@@ -311,7 +311,7 @@ __global__ void __launch_bounds__(Cfg::THREADS, 1)
             for (int i = 0; i < CHUNKS; ++i) {
               const int nc = rank * CHUNKS + i;
               const uint32_t dst = b_dst + nc * BK * 128;
-              if constexpr (CL > 1)
+              if constexpr (Cfg::CLUSTER > 1)
                 tma_load_multicast(dst, &tma_b, full(stage), nt * BN + nc * 64, kb * BK,
                                    (1 << CL) - 1);
               else
@@ -336,7 +336,7 @@ __global__ void __launch_bounds__(Cfg::THREADS, 1)
     // A consumed stage goes back to the producer of every CTA that fills it: lane r of each
     // warp arrives on CTA r's empty barrier.
     auto release = [&](int s) {
-      if constexpr (CL > 1) {
+      if constexpr (Cfg::CLUSTER > 1) {
         if (lane < CL) mbar_arrive_cluster(empty(s), lane);
       } else {
         if (lane == 0) mbar_arrive(empty(s));
@@ -436,7 +436,7 @@ __global__ void __launch_bounds__(Cfg::THREADS, 1)
     }
     if (Cfg::EPI == 1 && t == 0) asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
   }
-  if constexpr (CL > 1) {  // no CTA leaves while its peer may still signal its barriers
+  if constexpr (Cfg::CLUSTER > 1) {  // no CTA leaves while its peer may still signal its barriers
     __syncwarp();
     cluster_sync();
   }

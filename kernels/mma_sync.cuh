@@ -26,12 +26,12 @@ namespace {  // internal linkage: candidates are dlopen'ed side by side
   return row * row_halves + (((col >> 3) ^ x) << 3) + (col & 7);
 }
 
-// VEC halves global -> shared, asynchronously (VEC 8: 16 bytes through L2 only, 4: 8 bytes).
-template <int VEC>
+// Cfg::VEC halves global -> shared, asynchronously (8: 16 bytes through L2 only, 4: 8 bytes).
+template <class Cfg>
 __device__ __forceinline__ void cp_async(__half* smem, const __half* gmem, bool pred) {
   const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-  const int src_bytes = pred ? VEC * 2 : 0;  // 0: zero-fill, nothing read
-  if constexpr (VEC == 8) {
+  const int src_bytes = pred ? Cfg::VEC * 2 : 0;  // 0: zero-fill, nothing read
+  if constexpr (Cfg::VEC == 8) {
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem),
                  "r"(src_bytes));
   } else {
@@ -146,7 +146,7 @@ __device__ __forceinline__ void load_tile(__half* sA, __half* sB, const __half* 
     const int row = c / (BK / VEC), col = (c % (BK / VEC)) * VEC;
     const int gm = m0 + row;
     const bool ok = gm < M && (!K_TAIL || k0 + col < K);
-    cp_async<VEC>(sA + swz(row, col, BK), ok ? A + (size_t)gm * K + k0 + col : A, ok);
+    cp_async<Cfg>(sA + swz(row, col, BK), ok ? A + (size_t)gm * K + k0 + col : A, ok);
   }
 #pragma unroll
   for (int i = 0; i < Cfg::B_TILE / VEC / THREADS; ++i) {
@@ -155,12 +155,12 @@ __device__ __forceinline__ void load_tile(__half* sA, __half* sB, const __half* 
       const int row = c / (BK / VEC), col = (c % (BK / VEC)) * VEC;
       const int gn = n0 + row;
       const bool ok = gn < N && (!K_TAIL || k0 + col < K);
-      cp_async<VEC>(sB + swz(row, col, BK), ok ? B + (size_t)gn * K + k0 + col : B, ok);
+      cp_async<Cfg>(sB + swz(row, col, BK), ok ? B + (size_t)gn * K + k0 + col : B, ok);
     } else {  // smem rows are k, columns n
       const int row = c / (BN / VEC), col = (c % (BN / VEC)) * VEC;
       const int gn = n0 + col;
       const bool ok = gn < N && (!K_TAIL || k0 + row < K);
-      cp_async<VEC>(sB + swz(row, col, BN), ok ? B + (size_t)(k0 + row) * N + gn : B, ok);
+      cp_async<Cfg>(sB + swz(row, col, BN), ok ? B + (size_t)(k0 + row) * N + gn : B, ok);
     }
   }
 }

@@ -182,21 +182,26 @@ struct Library {
   }
 };
 
-// Compiles sources into one shared library: each distinct kernels/ body once, then each
-// variant's instance block in a namespace of its own with kernelrl_launch renamed
-// kernelrl_launch_<i>.
+// Compiles sources into one shared library: the preprocessor lines each source starts with
+// (each distinct block once), then the rest of each source in a namespace of its own with
+// kernelrl_launch renamed kernelrl_launch_<i> (each variant carries only its own code of the
+// family's names, data/families_source.cpp).
 void compile_host(const std::vector<std::string>& sources, const std::filesystem::path& dir,
                   Library& lib) {
-  std::string bodies, instances;
+  std::string heads, rests;
   std::set<std::string> seen;
   for (size_t i = 0; i < sources.size(); ++i) {
-    auto [body, instance] = split_instance(sources[i]);
-    if (seen.insert(body).second) bodies += body + "\n";
-    instances += "namespace v" + std::to_string(i) +
-                 " {\n#define kernelrl_launch kernelrl_launch_" + std::to_string(i) + "\n" +
-                 instance + "#undef kernelrl_launch\n}\n";
+    const std::string& s = sources[i];
+    size_t at = 0;  // past the leading blank and preprocessor lines
+    while (at < s.size() && (s[at] == '\n' || s[at] == '#')) {
+      const size_t nl = s.find('\n', at);
+      at = nl == std::string::npos ? s.size() : nl + 1;
+    }
+    if (seen.insert(s.substr(0, at)).second) heads += s.substr(0, at);
+    rests += "namespace v" + std::to_string(i) + " {\n#define kernelrl_launch kernelrl_launch_" +
+             std::to_string(i) + "\n" + s.substr(at) + "#undef kernelrl_launch\n}\n";
   }
-  const std::string tu = bodies + instances;
+  const std::string tu = heads + rests;
   write_text(dir / "all.cpp", tu);
   std::string cmd =
       "g++ -std=c++17 -O1 -fPIC -shared -Wall -Wextra -Werror -Wno-unused-function -I " +
