@@ -43,6 +43,9 @@ struct RolloutConfig {
   int64_t overlap = 0;             // 1: while step t's candidates compile, the policy generates
                                    // step t+1 (one step off-policy: the update's ratio is taken
                                    // against the log-probs of the policy that sampled the rows)
+  bool prompt_device = false;      // name the evaluator's device in the instruction and ask
+                                   // for rank 1 at the shape: the wording of the speed-annotated
+                                   // pretraining examples (kernelrl lift annotate)
   SamplingConfig sampling;
 
   void visit(cfg::Visitor& v) {
@@ -69,6 +72,9 @@ struct RolloutConfig {
     v.field("overlap", overlap,
             "1: generate step t+1 while step t's candidates compile (one step off-policy); 0 = off",
             cfg::in_closed(0, 1));
+    v.field("prompt_device", prompt_device,
+            "name the device in the prompt and ask for rank 1 at the shape (speed-annotated "
+            "pretraining's wording)");
     v.section("sampling", sampling, "sampling parameters");
   }
 };

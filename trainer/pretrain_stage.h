@@ -50,6 +50,9 @@ PackedSequences pack_triplets(const std::vector<Triplet>& triplets, const Tokeni
 void add_exemplar_context(std::vector<Triplet>& triplets, double rate,
                           const std::vector<TaskSpec>& hgemm_shapes = {});
 
+// Whether `t` carries every tag of `tags` (data.corpus_tags; an empty list keeps everything).
+bool has_tags(const Triplet& t, const std::vector<std::string>& tags);
+
 // Deterministic held-out split by a hash of the triplet id.
 bool is_holdout(const std::string& id, double fraction);
 
