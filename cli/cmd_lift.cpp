@@ -3,6 +3,7 @@
 //   annotate  speed-annotated pretraining triplets from family-sweep CSVs and catalogs
 //   measure   per held-out shape, best of N before / after HGEMM RL beside the sweep's best and
 //             the best exemplar shown; summary, per-shape table, curves by step (resumable)
+//   report    lift.md, summary.json and curves.csv again from a lift directory's rows
 //   promote   after-RL kernels that beat the sweep, re-verified in a fresh evaluation, into a
 //             catalog with provenance rl
 #include <cstdio>
@@ -30,6 +31,18 @@ std::vector<LiftShape> read_rows(const fs::path& lift_dir) {
   for (std::string line; std::getline(in, line);)
     if (!line.empty()) rows.push_back(lift_shape_from_json(nlohmann::json::parse(line)));
   return rows;
+}
+
+// lift.md (the table and the summary with the targets), summary.json and curves.csv.
+void write_lift_report(const fs::path& run_dir, const fs::path& out, const std::vector<LiftShape>& rows) {
+  const LiftSummary s = lift_summary(rows);
+  atomic_write(out / "summary.json", to_json(s).dump(2) + "\n");
+  atomic_write(out / "lift.md", format_lift(rows, s));
+  const JobConfig job = load_job_config(run_dir / "config.yaml", {});
+  std::string stage;
+  for (const auto& st : job.trainer.stages)
+    if (st.kind == "hgemm_rl") stage = st.name;
+  if (!stage.empty()) atomic_write(out / "curves.csv", lift_curves_csv(run_dir, stage));
 }
 
 }  // namespace
@@ -142,6 +155,10 @@ void register_lift(CLI::App& app) {
   measure->add_option("--device", mo->device, "device the sweep CSV was measured on (default: the evaluator's)");
   measure->add_option("--novelty", mo->novelty_threshold, "token edit distance from every family variant that makes a sample novel")
       ->check(CLI::Range(0.0, 1.0));
+  measure->add_option("--phase", mo->phase,
+                      "all | before: only draw the prompts and sample the before policy (prompts.jsonl), "
+                      "for a later call to measure with")
+      ->check(CLI::IsMember({"all", "before"}));
   measure->add_option("--max-shapes", mo->max_shapes, "held-out shapes to measure at most; 0 = all");
   measure->add_option("--time-budget-s", mo->time_budget_s, "start no shape after this many seconds; 0 = no limit");
   measure->callback([mo, mo_run, mo_out, mo_csv] {
@@ -150,16 +167,27 @@ void register_lift(CLI::App& app) {
     o.out = *mo_out;
     o.sweep_csv = *mo_csv;
     const auto rows = measure_lift(o);
-    const LiftSummary s = lift_summary(rows);
-    const JobConfig job = load_job_config(o.run_dir / "config.yaml", {});
-    std::string stage;
-    for (const auto& st : job.trainer.stages)
-      if (st.kind == "hgemm_rl") stage = st.name;
-    atomic_write(o.out / "summary.json", to_json(s).dump(2) + "\n");
-    const std::string md = format_lift(rows, s);
-    atomic_write(o.out / "lift.md", md);
-    if (!stage.empty()) atomic_write(o.out / "curves.csv", lift_curves_csv(o.run_dir, stage));
-    std::printf("%s", md.c_str());
+    if (o.phase == "before") {
+      std::printf("prompts and before-policy samples in %s/prompts.jsonl\n", o.out.c_str());
+      return;
+    }
+    write_lift_report(o.run_dir, o.out, rows);
+    std::printf("%s", read_file(o.out / "lift.md", "lift report").c_str());
+  });
+
+  // ---- report
+  struct ReportOpts {
+    std::string run, lift;
+  };
+  auto ro = std::make_shared<ReportOpts>();
+  auto* report = lift->add_subcommand(
+      "report", "Rewrite a lift directory's lift.md, summary.json and curves.csv from its rows");
+  report->add_option("--run-dir", ro->run, "the run the lift measured (for the curves)")->required();
+  report->add_option("--lift", ro->lift, "lift directory")->required();
+  report->callback([ro] {
+    const fs::path out = ro->lift;
+    write_lift_report(ro->run, out, read_rows(out));
+    std::printf("%s", read_file(out / "lift.md", "lift report").c_str());
   });
 
   // ---- promote

@@ -43,9 +43,10 @@ struct RolloutConfig {
   int64_t overlap = 0;             // 1: while step t's candidates compile, the policy generates
                                    // step t+1 (one step off-policy: the update's ratio is taken
                                    // against the log-probs of the policy that sampled the rows)
-  bool prompt_device = false;      // name the evaluator's device in the instruction and ask
-                                   // for rank 1 at the shape: the wording of the speed-annotated
-                                   // pretraining examples (kernelrl lift annotate)
+  std::string prompt_device = "";  // the device the HGEMM prompts name, asking for rank 1 at
+                                   // the shape, e.g. "NVIDIA H100 80GB HBM3" (the wording of
+                                   // `kernelrl lift annotate --device`'s examples, and of the
+                                   // pretraining family triplets shown as RL prompts); "" = none
   SamplingConfig sampling;
 
   void visit(cfg::Visitor& v) {
@@ -73,8 +74,8 @@ struct RolloutConfig {
             "1: generate step t+1 while step t's candidates compile (one step off-policy); 0 = off",
             cfg::in_closed(0, 1));
     v.field("prompt_device", prompt_device,
-            "name the device in the prompt and ask for rank 1 at the shape (speed-annotated "
-            "pretraining's wording)");
+            "device named in HGEMM prompts, asking for rank 1 at the shape (the speed-annotated "
+            "examples' wording); \"\" = none");
     v.section("sampling", sampling, "sampling parameters");
   }
 };

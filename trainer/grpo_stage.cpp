@@ -218,7 +218,7 @@ class RlStage {
       PromptParts parts;
       parts.response_format = ro_.response_format;
       parts.backend = backend_;
-      if (ro_.prompt_device) parts.device = evaluator_->device_name();
+      if (task.kind == "hgemm") parts.device = ro_.prompt_device;
       parts.prompt_format = job_.model.prompt_format;
       parts.exemplars = sample_exemplars(exemplars_->pool(task.name, step), ro_.n_exemplars,
                                          ro_.n_buckets, ro_.exemplar_temperature, erng);

@@ -223,6 +223,18 @@ double best_passed(const std::vector<const EvalResult*>& rs) {
   return best;
 }
 
+// The shapes in an order that takes one from each size bin in turn (bins ascending, each bin's
+// shapes in grid order), so the first max_shapes of it cover the size range.
+std::vector<TaskSpec> spread_over_bins(const std::vector<TaskSpec>& tasks) {
+  std::map<int, std::vector<const TaskSpec*>> bins;
+  for (const auto& t : tasks) bins[hgemm_size_bin(t)].push_back(&t);
+  std::vector<TaskSpec> out;
+  for (size_t round = 0; out.size() < tasks.size(); ++round)
+    for (const auto& [bin, members] : bins)
+      if (round < members.size()) out.push_back(*members[round]);
+  return out;
+}
+
 std::string utc_now() {
   std::time_t t = std::time(nullptr);
   std::tm tm{};
@@ -286,6 +298,51 @@ LiftShape lift_shape_from_json(const nlohmann::json& j) {
   return s;
 }
 
+namespace {
+
+// A held-out shape's prompt (its exemplars, drawn once) and the before-policy's completions:
+// a line of out/prompts.jsonl, so the before side can be sampled on one machine and the after
+// side measured on another with the same prompt.
+struct PromptRecord {
+  std::string task;
+  std::vector<Exemplar> exemplars;
+  std::vector<std::string> before;  // completion texts
+};
+
+nlohmann::json to_json(const PromptRecord& r) {
+  nlohmann::json ex = nlohmann::json::array();
+  for (const auto& e : r.exemplars) ex.push_back({{"id", e.id}, {"source", e.source}, {"score", e.score}});
+  return {{"task", r.task}, {"exemplars", ex}, {"before", r.before}};
+}
+
+PromptRecord prompt_record_from_json(const nlohmann::json& j) {
+  PromptRecord r;
+  r.task = j.at("task").get<std::string>();
+  for (const auto& e : j.at("exemplars"))
+    r.exemplars.push_back({e.at("id").get<std::string>(), e.at("source").get<std::string>(),
+                           e.at("score").get<double>()});
+  r.before = j.at("before").get<std::vector<std::string>>();
+  return r;
+}
+
+std::vector<nlohmann::json> read_jsonl(const fs::path& p) {
+  std::vector<nlohmann::json> out;
+  if (!fs::exists(p)) return out;
+  std::ifstream in(p);
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty()) out.push_back(nlohmann::json::parse(line));
+  return out;
+}
+
+void append_jsonl(const fs::path& p, const nlohmann::json& j) {
+  std::ofstream out(p, std::ios::app);
+  out << j.dump() << "\n";
+  out.flush();
+  if (!out) throw std::runtime_error("lift: cannot append to " + p.string());
+}
+
+}  // namespace
+
 std::vector<LiftShape> measure_lift(const LiftOptions& o) {
   using Clock = std::chrono::steady_clock;
   const auto t0 = Clock::now();
@@ -294,38 +351,49 @@ std::vector<LiftShape> measure_lift(const LiftOptions& o) {
     throw UserError("lift: '" + o.run_dir.string() + "' holds no config.yaml (not a run directory)");
   if (o.out.empty()) throw UserError("lift: --out DIR is required");
   if (o.samples < 1) throw UserError("lift: --samples must be at least 1");
+  if (o.phase != "before" && o.phase != "all")
+    throw UserError("lift: --phase: expected before or all, got \"" + o.phase + "\"");
   const JobConfig job = load_job_config(config_path, {});
-  const std::vector<TaskSpec> heldout =
-      hgemm_split_part(hgemm_grid(job.data.hgemm_grid), job.data.hgemm_heldout, /*heldout=*/true);
+  const std::vector<TaskSpec> heldout = spread_over_bins(
+      hgemm_split_part(hgemm_grid(job.data.hgemm_grid), job.data.hgemm_heldout, /*heldout=*/true));
   if (heldout.empty())
     throw UserError("lift: the run holds no HGEMM shape out (data.hgemm_heldout is " +
                     std::to_string(job.data.hgemm_heldout) + "): nothing to measure on");
   const Policies pol = default_policies(job, o);
-  const auto [before_dir, before_step] = resolve_checkpoint(o.run_dir, pol.before);
-  const auto [after_dir, after_step] = resolve_checkpoint(o.run_dir, pol.after);
-  const std::string after_stage = pol.after.substr(0, pol.after.find('/'));
 
-  // Rows already measured (resume).
+  // What earlier calls measured (resume): rows, and prompts with the before side sampled.
   fs::create_directories(o.out / "kernels");
-  const fs::path rows_path = o.out / "per_shape.jsonl";
+  const fs::path rows_path = o.out / "per_shape.jsonl", prompts_path = o.out / "prompts.jsonl";
   std::vector<LiftShape> rows;
   std::set<std::string> done;
-  if (fs::exists(rows_path)) {
-    std::ifstream in(rows_path);
-    for (std::string line; std::getline(in, line);)
-      if (!line.empty()) {
-        rows.push_back(lift_shape_from_json(nlohmann::json::parse(line)));
-        done.insert(rows.back().task);
-      }
+  for (const auto& j : read_jsonl(rows_path)) {
+    rows.push_back(lift_shape_from_json(j));
+    done.insert(rows.back().task);
+  }
+  std::map<std::string, PromptRecord> prompts;
+  for (const auto& j : read_jsonl(prompts_path)) {
+    PromptRecord r = prompt_record_from_json(j);
+    prompts[r.task] = std::move(r);
   }
 
   const torch::Device device = resolve_device(job.run.device);
-  Checkpoint before = load_checkpoint(before_dir, device);
-  Checkpoint after = load_checkpoint(after_dir, device);
-  if (!after.tokenizer_path) throw UserError("lift: checkpoint " + after_dir.string() + " carries no tokenizer");
-  const Tokenizer tok = Tokenizer::load(*after.tokenizer_path);
-  before.model->eval();
-  after.model->eval();
+  std::optional<Checkpoint> before, after;
+  int64_t after_step = -1;
+  auto load = [&](const std::string& spec, int64_t* step) {
+    auto [dir, s] = resolve_checkpoint(o.run_dir, spec);
+    if (step) *step = s;
+    Checkpoint ck = load_checkpoint(dir, device);
+    if (!ck.tokenizer_path) throw UserError("lift: checkpoint " + dir.string() + " carries no tokenizer");
+    ck.model->eval();
+    return ck;
+  };
+  if (o.phase == "all") after = load(pol.after, &after_step);
+  auto before_policy = [&]() -> Checkpoint& {
+    if (!before) before = load(pol.before, nullptr);
+    return *before;
+  };
+  const Tokenizer tok = Tokenizer::load(after ? *after->tokenizer_path : *before_policy().tokenizer_path);
+  const int64_t max_seq_len = after ? after->shape.max_seq_len : before_policy().shape.max_seq_len;
   Evaluator ev(job.reward, o.out / "lift.sqlite");
   const std::string backend = ev.backend();
   const std::string reference = backend == "gpu" ? "lt-auto" : "torch";
@@ -339,49 +407,66 @@ std::vector<LiftShape> measure_lift(const LiftOptions& o) {
       families.push_back(f.name);
   const std::string ext = backend == "gpu" ? ".cu" : ".cpp";
 
-  int64_t measured = 0;
-  for (const TaskSpec& task : heldout) {
-    if (done.count(task.name)) continue;
-    if (o.max_shapes > 0 && static_cast<int64_t>(rows.size()) >= o.max_shapes) break;
-    if (o.time_budget_s > 0 && std::chrono::duration<double>(Clock::now() - t0).count() > o.time_budget_s) {
-      KRL_LOG(info) << "lift: time budget spent after " << measured << " shape(s); run again to go on";
-      break;
-    }
-    // 1. The prompt, the same for both policies: exemplars drawn from this shape's family
-    //    variants, evaluated here (a held-out shape has no pool in the run), as RL seeds them.
-    const std::vector<std::string> seeds = seed_sources(ev, task, job.rollout.seed_exemplars);
-    std::vector<Exemplar> pool;
-    {
-      auto rs = ev.evaluate(task, seeds);
-      for (size_t i = 0; i < rs.size(); ++i)
-        if (rs[i].passed()) pool.push_back({rs[i].hash, seeds[i], rs[i].reward});
-      std::sort(pool.begin(), pool.end(), [](const auto& a, const auto& b) { return a.score > b.score; });
-    }
-    std::mt19937_64 erng(splitmix64(o.seed ^ fnv1a(task.name)));
+  auto prompt_of = [&](const TaskSpec& task, const std::vector<Exemplar>& exemplars) {
     PromptParts parts;
     parts.response_format = job.rollout.response_format;
     parts.backend = backend;
     parts.prompt_format = job.model.prompt_format;
-    if (job.rollout.prompt_device) parts.device = ev.device_name();
-    parts.exemplars = sample_exemplars(pool, job.rollout.n_exemplars, job.rollout.n_buckets,
-                                       job.rollout.exemplar_temperature, erng);
-    const PromptGroup group = make_prompt_group(task, parts, tok, after.shape.max_seq_len,
-                                                job.rollout.sampling.max_new_tokens);
+    parts.device = job.rollout.prompt_device;
+    parts.exemplars = exemplars;
+    return make_prompt_group(task, parts, tok, max_seq_len, job.rollout.sampling.max_new_tokens);
+  };
+  auto sample = [&](Checkpoint& ck, const PromptGroup& group) {
+    torch::NoGradGuard ng;
+    return sample_groups(ck.model, tok, {group}, o.samples, job.rollout.sampling,
+                         job.rollout.response_format, splitmix64(o.seed + fnv1a(group.task.name)));
+  };
+  // The prompt of a held-out shape: exemplars drawn from its family variants, evaluated here (a
+  // held-out shape has no pool in the run), as the RL stage seeds a new task's pool; then the
+  // before-policy's N samples.
+  auto record_of = [&](const TaskSpec& task) {
+    PromptRecord r;
+    r.task = task.name;
+    const std::vector<std::string> seeds = seed_sources(ev, task, job.rollout.seed_exemplars);
+    std::vector<Exemplar> pool;
+    auto rs = ev.evaluate(task, seeds);
+    for (size_t i = 0; i < rs.size(); ++i)
+      if (rs[i].passed()) pool.push_back({rs[i].hash, seeds[i], rs[i].reward});
+    std::sort(pool.begin(), pool.end(), [](const auto& a, const auto& b) { return a.score > b.score; });
+    std::mt19937_64 erng(splitmix64(o.seed ^ fnv1a(task.name)));
+    r.exemplars = sample_exemplars(pool, job.rollout.n_exemplars, job.rollout.n_buckets,
+                                   job.rollout.exemplar_temperature, erng);
+    for (const auto& x : sample(before_policy(), prompt_of(task, r.exemplars))) r.before.push_back(x.text);
+    append_jsonl(prompts_path, to_json(r));
+    return r;
+  };
+
+  int64_t measured = 0;
+  for (const TaskSpec& task : heldout) {
+    if (done.count(task.name)) continue;
+    if (o.max_shapes > 0 && static_cast<int64_t>(o.phase == "all" ? rows.size() : prompts.size()) >= o.max_shapes)
+      break;
+    if (o.time_budget_s > 0 && std::chrono::duration<double>(Clock::now() - t0).count() > o.time_budget_s) {
+      KRL_LOG(info) << "lift: time budget spent after " << measured << " shape(s); run again to go on";
+      break;
+    }
+    auto have = prompts.find(task.name);
+    if (have == prompts.end()) have = prompts.emplace(task.name, record_of(task)).first;
+    ++measured;
+    if (o.phase == "before") continue;
+    const PromptRecord& rec = have->second;
+
+    // 1. The same prompt for both policies; the after policy's N samples with the same seed.
+    const PromptGroup group = prompt_of(task, rec.exemplars);
     std::vector<std::string> shown;  // the exemplars that fit the prompt
-    for (const auto& e : parts.exemplars)
+    for (const auto& e : rec.exemplars)
       if (group.prompt.find(e.source) != std::string::npos) shown.push_back(e.source);
+    std::vector<ParsedResponse> b_rows, a_rows;
+    for (const auto& text : rec.before) b_rows.push_back(parse_response(text, job.rollout.response_format));
+    for (const auto& x : sample(*after, group)) a_rows.push_back(x.parsed);
 
-    // 2. N samples from each policy, one seed.
-    const uint64_t seed = splitmix64(o.seed + fnv1a(task.name));
-    auto sample = [&](Checkpoint& ck) {
-      torch::NoGradGuard ng;
-      return sample_groups(ck.model, tok, {group}, o.samples, job.rollout.sampling,
-                           job.rollout.response_format, seed);
-    };
-    const std::vector<Rollout> b_rows = sample(before), a_rows = sample(after);
-
-    // 3. The sweep's best family variant at the shape: named by the sweep CSV, or every
-    //    variant of the shape's family portfolio evaluated here.
+    // 2. The sweep's best family variant at the shape: named by the sweep CSV, or the shape's
+    //    family portfolio evaluated here.
     std::vector<std::pair<std::string, std::string>> sweep;  // name, source
     if (!sweep_grid.empty()) {
       for (const auto& s : sweep_grid)
@@ -393,7 +478,7 @@ std::vector<LiftShape> measure_lift(const LiftOptions& o) {
       for (auto& v : shape_portfolio(task, families, ev.arch(), po)) sweep.push_back({v.name, v.source});
     }
 
-    // 4. Everything in one evaluator batch (distinct sources once): the comparisons share a run.
+    // 3. Everything in one evaluator batch (distinct sources once): the comparisons share a run.
     std::vector<std::string> sources;
     std::map<std::string, size_t> index;
     auto add = [&](const std::string& src) {
@@ -401,18 +486,18 @@ std::vector<LiftShape> measure_lift(const LiftOptions& o) {
     };
     for (const auto* rs : {&b_rows, &a_rows})
       for (const auto& r : *rs)
-        if (r.parsed.ok) add(r.parsed.code);
+        if (r.ok) add(r.code);
     for (const auto& [name, src] : sweep) add(src);
     for (const auto& src : shown) add(src);
     std::vector<EvalItem> items;
-    for (const auto& s : sources) items.push_back({task, s});
+    for (const auto& src : sources) items.push_back({task, src});
     const std::vector<EvalResult> results = ev.evaluate_batch(items);
     auto result_of = [&](const std::string& src) -> const EvalResult* {
       auto it = index.find(src);
       return it == index.end() ? nullptr : &results[it->second];
     };
 
-    // 5. The row.
+    // 4. The row.
     LiftShape row;
     row.task = task.name;
     row.shape = std::to_string(task.m) + "x" + std::to_string(task.n) + "x" + std::to_string(task.k);
@@ -422,32 +507,31 @@ std::vector<LiftShape> measure_lift(const LiftOptions& o) {
     row.reference = reference;
     row.after_step = after_step;
     const FamilyIndex& fam = family_index(task, backend, ev.arch());
-    auto policy_side = [&](const std::vector<Rollout>& rs, int64_t* passed, int64_t* novel,
-                           const Rollout** best) {
+    auto policy_side = [&](const std::vector<ParsedResponse>& rs, int64_t* passed, int64_t* novel,
+                           const ParsedResponse** best) {
       std::vector<const EvalResult*> evals;
       std::map<std::string, bool> novel_of;  // distinct sources once
       double best_speedup = 0;
       for (const auto& r : rs) {
-        if (!r.parsed.ok) continue;
-        const EvalResult* e = result_of(r.parsed.code);
+        if (!r.ok) continue;
+        const EvalResult* e = result_of(r.code);
         evals.push_back(e);
         if (!e || !e->passed()) continue;
         ++*passed;
-        auto it = novel_of.find(r.parsed.code);
+        auto it = novel_of.find(r.code);
         if (it == novel_of.end())
-          it = novel_of.emplace(r.parsed.code,
-                                fam.min_distance(r.parsed.code, o.novelty_threshold) >= o.novelty_threshold).first;
+          it = novel_of.emplace(r.code, fam.min_distance(r.code, o.novelty_threshold) >= o.novelty_threshold).first;
         *novel += it->second;
         if (e->speedup > best_speedup) best_speedup = e->speedup, *best = &r;
       }
       return best_passed(evals);
     };
-    const Rollout* best_before = nullptr;
-    const Rollout* best_after = nullptr;
+    const ParsedResponse* best_before = nullptr;
+    const ParsedResponse* best_after = nullptr;
     row.before = policy_side(b_rows, &row.before_passed, &row.before_novel, &best_before);
     row.after = policy_side(a_rows, &row.after_passed, &row.after_novel, &best_after);
-    std::vector<const EvalResult*> sweep_evals, shown_evals;
     double sweep_best = 0;
+    std::vector<const EvalResult*> sweep_evals, shown_evals;
     for (const auto& [name, src] : sweep) {
       const EvalResult* e = result_of(src);
       sweep_evals.push_back(e);
@@ -457,22 +541,18 @@ std::vector<LiftShape> measure_lift(const LiftOptions& o) {
     for (const auto& src : shown) shown_evals.push_back(result_of(src));
     row.exemplar = best_passed(shown_evals);
     if (best_after) {
-      row.after_min_distance = fam.min_distance(best_after->parsed.code, 2 * o.novelty_threshold);
+      row.after_min_distance = fam.min_distance(best_after->code, 2 * o.novelty_threshold);
       row.after_kernel = "kernels/" + task.name + "_after" + ext;
-      row.after_hash = result_of(best_after->parsed.code)->hash;
-      atomic_write(o.out / row.after_kernel, best_after->parsed.code);
+      row.after_hash = result_of(best_after->code)->hash;
+      atomic_write(o.out / row.after_kernel, best_after->code);
     }
-    if (best_before) atomic_write(o.out / "kernels" / (task.name + "_before" + ext), best_before->parsed.code);
-    {
-      std::ofstream out(rows_path, std::ios::app);
-      out << to_json(row).dump() << "\n";
-    }
+    if (best_before) atomic_write(o.out / "kernels" / (task.name + "_before" + ext), best_before->code);
+    append_jsonl(rows_path, to_json(row));
     KRL_LOG(info) << "lift " << task.name << ": best of " << o.samples << " before " << row.before
                   << "x (" << row.before_passed << " passed), after " << row.after << "x ("
                   << row.after_passed << " passed, " << row.after_novel << " novel), sweep "
                   << row.sweep << "x, best exemplar " << row.exemplar << "x";
     rows.push_back(std::move(row));
-    ++measured;
   }
   return rows;
 }

@@ -58,9 +58,14 @@ struct LiftOptions {
   std::string device;             // the CSV's device name ("" = the evaluator's)
   double novelty_threshold = 0.1; // a passing sample is novel when its token edit distance to
                                   // every family variant of the task is >= this
-  int64_t max_shapes = 0;         // held-out shapes to measure; 0 = all
+  int64_t max_shapes = 0;         // held-out shapes to measure (taken one size bin after another,
+                                  // so a prefix spreads over the bins); 0 = all
   double time_budget_s = 0;       // stop starting shapes after this long; 0 = no limit
-  std::filesystem::path out;      // lift directory (per_shape.jsonl, kernels/, lift.sqlite)
+  std::filesystem::path out;      // lift directory (per_shape.jsonl, prompts.jsonl, kernels/,
+                                  // lift.sqlite)
+  // all: measure; before: only draw each shape's prompt and sample the before policy
+  // (out/prompts.jsonl), so a later call, on another machine, measures with the same prompts.
+  std::string phase = "all";
 };
 
 // One held-out shape's row (also a line of out/per_shape.jsonl).
@@ -83,6 +88,11 @@ nlohmann::json to_json(const LiftShape& s);
 LiftShape lift_shape_from_json(const nlohmann::json& j);
 
 // Measures every held-out shape not yet in out/per_shape.jsonl (resumable) and returns all rows.
+// Per shape: the prompt (exemplars drawn from the shape's family variants, evaluated here, as RL
+// seeds a pool) and the before policy's N samples come from out/prompts.jsonl when an earlier
+// call (phase before) wrote them; then the after policy's N samples with the same prompt and
+// seed; then one evaluator batch of both sides, the sweep's best variant (named by sweep_csv, or
+// the shape's family portfolio) and the exemplars the prompt showed.
 std::vector<LiftShape> measure_lift(const LiftOptions& options);
 
 struct LiftSummary {

@@ -73,7 +73,7 @@ bool is_holdout(const std::string& id, double fraction) {
 }
 
 void add_exemplar_context(std::vector<Triplet>& triplets, double rate,
-                          const std::vector<TaskSpec>& hgemm_shapes) {
+                          const std::vector<TaskSpec>& hgemm_shapes, const std::string& device) {
   if (rate <= 0) return;
   // Family key: the family tag and the backend tag ("family", <family>, <backend>, ...).
   std::map<std::string, std::vector<size_t>> by_family;
@@ -111,9 +111,10 @@ void add_exemplar_context(std::vector<Triplet>& triplets, double rate,
                                      has_tag(t, "acc_f16") ? "f16" : "f32");
     PromptParts parts;
     parts.backend = t.tags[2] == "host" ? "host" : "gpu";
+    parts.device = device;
     t.instruction = task_instruction(task, parts);
     block.pop_back();  // the triplet template adds the newline before the code marker
-    t.context = block;
+    t.context = (device.empty() ? "" : speed_aim(device) + "\n") + block;
   }
 }
 
@@ -278,8 +279,8 @@ fs::path run_pretrain_stage(StageContext& ctx) {
       stage.exemplar_context > 0
           ? hgemm_split_part(hgemm_grid(job.data.hgemm_grid), job.data.hgemm_heldout, /*heldout=*/false)
           : std::vector<TaskSpec>{};
-  add_exemplar_context(train_docs, stage.exemplar_context, hgemm_shapes);
-  add_exemplar_context(heldout_docs, stage.exemplar_context, hgemm_shapes);
+  add_exemplar_context(train_docs, stage.exemplar_context, hgemm_shapes, job.rollout.prompt_device);
+  add_exemplar_context(heldout_docs, stage.exemplar_context, hgemm_shapes, job.rollout.prompt_device);
   // Data parallel: every rank holds the whole (deterministic) data; rank r computes rows
   // [r·B/W, (r+1)·B/W) of each global micro-batch of B rows.
   dist::Group* group = dist::group();
