@@ -149,10 +149,10 @@ if [[ -f "$run/.rl_done" && ! -f "$lift/catalog_rl.json" ]]; then
   # The state a fresh machine needs for phase 5: the after policy (weights, no optimizer), the
   # pretrained one is not needed (its samples are in prompts.jsonl), the run's config,
   # tokenizer and metrics, and the marker.
-  after=$(readlink -f "$run/checkpoints/hgemm_rl/latest" 2>/dev/null || ls -d "$run"/checkpoints/hgemm_rl/step_* | sort -V | tail -1)
-  tar -cJf - "$run/config.yaml" "$run/metrics.jsonl" "$run/tokenizer.model" "$run/.rl_done" \
-    "$run/.pretrain_done" "$lift/prompts.jsonl" "$lift/.before_done" \
-    --exclude='optimizer.pt' "$after" "$run/checkpoints/hgemm_rl/latest" 2>/dev/null |
+  after=$run/checkpoints/hgemm_rl/$(cat "$run/checkpoints/hgemm_rl/latest")
+  tar -cJf - --exclude='optimizer.pt' "$run/config.yaml" "$run/metrics.jsonl" \
+    "$run/tokenizer.model" "$run/.rl_done" "$run/.pretrain_done" "$lift/prompts.jsonl" \
+    "$lift/.before_done" "$after" "$run/checkpoints/hgemm_rl/latest" 2>/dev/null |
     split -b 15m - "$out/state.tar.xz.part-"
   say "state for another machine: $(du -ch "$out"/state.tar.xz.part-* | tail -1 | cut -f1)"
 fi

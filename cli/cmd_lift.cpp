@@ -205,7 +205,7 @@ void register_lift(CLI::App& app) {
   promote->add_option("--sweep-csv", pp->csv, "the sweep CSV measure used (if any)");
   promote->add_option("--device", po->device, "device the sweep CSV was measured on");
   promote->add_option("--after", po->after, "the after checkpoint measure used (default: as measure)");
-  promote->add_option("--margin", pp->margin, "how much faster than the sweep (1.02: 2 %)")->check(CLI::Range(1.0, 10.0));
+  promote->add_option("--margin", pp->margin, "how much faster than the sweep (1.02: 2 %)")->check(CLI::Range(0.01, 10.0));
   promote->add_option("--catalog", pp->catalog, "catalog to add the discoveries to (default: a new one)");
   promote->add_option("--out", pp->out, "catalog JSON written")->required();
   promote->callback([po, pp] {
