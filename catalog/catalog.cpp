@@ -5,12 +5,14 @@
 #include <cstdio>
 #include <ctime>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <tuple>
 
 #include "common/error.h"
 #include "common/fs.h"
 #include "reward/compile.h"
+#include "rollout/exemplar_store.h"
 
 namespace kernelrl {
 
@@ -65,6 +67,11 @@ double CatalogEntry::speedup_over(const std::string& baseline) const {
   return it->second.device_us / time.device_us;
 }
 
+std::string Provenance::describe() const {
+  if (!rl()) return "-";
+  return "rl " + stage + "@" + std::to_string(step) + (reverified ? " (reverified)" : "");
+}
+
 std::string catalog_kernel_id(const std::string& source) {
   return "k" + content_hash(source).substr(0, 12);
 }
@@ -75,7 +82,8 @@ std::string catalog_reference(const std::string& backend) {
 
 CatalogBuilder::CatalogBuilder(std::string l2) : l2_(std::move(l2)) {}
 
-void CatalogBuilder::add(const StoredResult& s, const std::string& origin) {
+void CatalogBuilder::add(const StoredResult& s, const std::string& origin,
+                         const Provenance& provenance) {
   const EvalResult& r = s.result;
   static const std::regex task_re(R"(^hgemm_(\d+)x(\d+)x(\d+)_(nn|tn)(_acc16)?$)");
   std::smatch m;
@@ -129,6 +137,7 @@ void CatalogBuilder::add(const StoredResult& s, const std::string& origin) {
   const std::string id = catalog_kernel_id(s.source);
   keys_.emplace(ks.str(), key);
   sources_.emplace(id, s.source);
+  if (!provenance.kind.empty()) provenance_[id] = provenance;
   Eval e{r, s.mode, s.created_at, origin};
   e.result.compile_log.clear();  // not needed; RL stores hold many
   e.result.metrics = nlohmann::json::object();
@@ -139,7 +148,14 @@ void CatalogBuilder::add_store(const fs::path& store) {
   if (!fs::is_regular_file(store)) throw UserError("--from: " + store.string() + " is not a file");
   inputs_.push_back(store.string());
   ResultStore rs(store);
-  rs.for_each_result([&](const StoredResult& r) { add(r, store.string()); });
+  const auto origins = ExemplarStore::policy_origins(store);
+  const std::string run = fs::absolute(store).parent_path().string();
+  rs.for_each_result([&](const StoredResult& r) {
+    Provenance p;
+    if (auto it = origins.find(r.result.hash); it != origins.end())
+      p = {"rl", run, it->second.scope, it->second.step, /*reverified=*/false};
+    add(r, store.string(), p);
+  });
 }
 
 Catalog CatalogBuilder::finish() const {
@@ -178,6 +194,7 @@ Catalog CatalogBuilder::finish() const {
       for (const auto& [name, v] : bdev) e.baselines[name] = {median(v), median(bcall[name])};
       e.evaluations = static_cast<int64_t>(evals.size());
       e.competitors = static_cast<int64_t>(kernels.size());
+      if (auto p = provenance_.find(id); p != provenance_.end()) e.provenance = p->second;
       candidates.push_back(std::move(e));
     }
     auto best =
@@ -197,7 +214,7 @@ nlohmann::json to_json(const CatalogEntry& e) {
   nlohmann::json b = nlohmann::json::object();
   for (const auto& [name, t] : e.baselines)
     b[name] = {{"device_us", t.device_us}, {"call_us", t.call_us}};
-  return {{"backend", e.backend},
+  nlohmann::json j = {{"backend", e.backend},
           {"device", e.device},
           {"m", e.m},
           {"n", e.n},
@@ -219,6 +236,13 @@ nlohmann::json to_json(const CatalogEntry& e) {
           {"competitors", e.competitors},
           {"mode", e.mode},
           {"measured_at", e.measured_at}};
+  if (!e.provenance.kind.empty())
+    j["provenance"] = {{"kind", e.provenance.kind},
+                       {"run", e.provenance.run},
+                       {"stage", e.provenance.stage},
+                       {"step", e.provenance.step},
+                       {"reverified", e.provenance.reverified}};
+  return j;
 }
 
 CatalogEntry catalog_entry_from_json(const nlohmann::json& j) {
@@ -247,6 +271,11 @@ CatalogEntry catalog_entry_from_json(const nlohmann::json& j) {
   e.competitors = j.value("competitors", int64_t{1});
   e.mode = j.value("mode", "");
   e.measured_at = j.value("measured_at", "");
+  if (j.contains("provenance")) {
+    const auto& p = j["provenance"];
+    e.provenance = {p.value("kind", ""), p.value("run", ""), p.value("stage", ""),
+                    p.value("step", int64_t{0}), p.value("reverified", false)};
+  }
   return e;
 }
 
@@ -287,6 +316,29 @@ Catalog read_catalog(const fs::path& path) {
   return c;
 }
 
+Catalog merge_catalogs(Catalog base, const Catalog& extra) {
+  for (const auto& x : extra.entries) {
+    auto it = std::find_if(base.entries.begin(), base.entries.end(),
+                           [&](const CatalogEntry& e) { return key_tuple(e) == key_tuple(x); });
+    if (it != base.entries.end() && it->speedup >= x.speedup) continue;
+    if (it != base.entries.end())
+      *it = x;
+    else
+      base.entries.push_back(x);
+    base.sources[x.kernel_id] = extra.sources.at(x.kernel_id);
+  }
+  std::sort(base.entries.begin(), base.entries.end(),
+            [](const auto& a, const auto& b) { return key_tuple(a) < key_tuple(b); });
+  std::set<std::string> used;
+  for (const auto& e : base.entries) used.insert(e.kernel_id);
+  for (auto it = base.sources.begin(); it != base.sources.end();)
+    it = used.count(it->first) ? std::next(it) : base.sources.erase(it);
+  base.inputs.insert(base.inputs.end(), extra.inputs.begin(), extra.inputs.end());
+  for (const auto& [why, n] : extra.skipped) base.skipped[why] += n;
+  base.created_at = utc_now();
+  return base;
+}
+
 std::string format_catalog(const Catalog& c) {
   std::ostringstream out;
   // One table per (backend, device); entries are sorted by key, so each group is contiguous.
@@ -302,22 +354,23 @@ std::string format_catalog(const Catalog& c) {
         << " backend), device time in us, medians over each kernel's "
         << "evaluations\n";
     char line[256];
-    std::snprintf(line, sizeof line, "%-20s %-6s %-4s %-14s %11s %11s %9s %12s %6s\n", "shape",
+    std::snprintf(line, sizeof line, "%-20s %-6s %-4s %-14s %11s %11s %9s %12s %6s  %s\n", "shape",
                   "layout", "acc", "kernel", "device_us", (ref + "_us").c_str(), "speedup",
-                  gpu ? "x lt-auto-max" : "", "evals");
+                  gpu ? "x lt-auto-max" : "", "evals", "from");
     out << line;
-    int wins = 0;
+    int wins = 0, from_rl = 0;
     double log_sum = 0, sum = 0;
     for (size_t e = i; e < j; ++e) {
       const CatalogEntry& x = c.entries[e];
       double ref_us = x.baselines.count(ref) ? x.baselines.at(ref).device_us : 0;
       double max_sp = x.speedup_over("lt-auto-max");
-      std::snprintf(line, sizeof line, "%-20s %-6s %-4s %-14s %11.2f %11.2f %8.3fx %12s %6lld\n",
+      std::snprintf(line, sizeof line, "%-20s %-6s %-4s %-14s %11.2f %11.2f %8.3fx %12s %6lld  %s\n",
                     x.shape().c_str(), x.layout.c_str(), x.acc.c_str(), x.kernel_id.c_str(),
                     x.time.device_us, ref_us, x.speedup,
                     gpu ? (max_sp > 0 ? fmt("%.3fx", max_sp).c_str() : "-") : "",
-                    static_cast<long long>(x.evaluations));
+                    static_cast<long long>(x.evaluations), x.provenance.describe().c_str());
       out << line;
+      from_rl += x.provenance.rl();
       wins += x.speedup > 1;
       sum += x.speedup;
       log_sum += std::log(x.speedup);
@@ -325,7 +378,8 @@ std::string format_catalog(const Catalog& c) {
     const double n = static_cast<double>(j - i);
     out << (j - i) << " entries; the kernel beats " << ref << " at " << wins << "; speedup over "
         << ref << ": mean " << fmt("%.3f", sum / n) << "x, geometric mean "
-        << fmt("%.3f", std::exp(log_sum / n)) << "x\n\n";
+        << fmt("%.3f", std::exp(log_sum / n)) << "x; " << from_rl
+        << " written by an RL policy (from: rl STAGE@STEP; the run's directory is in the JSON)\n\n";
     i = j;
   }
   if (c.entries.empty()) out << "the catalog has no entries\n";

@@ -23,6 +23,19 @@ struct CatalogTime {
   double call_us = 0;    // eager call time measured beside it (0 when not measured)
 };
 
+// Where a catalog kernel came from. kind "rl": a policy sampled it in an RL stage (the run
+// directory, the stage and the 1-based step); reverified when a fresh evaluation (a new store,
+// baselines re-measured) confirmed it beat every family variant measured at its shape
+// (`kernelrl lift promote`). kind "": a family sweep, a bench or a kernel file.
+struct Provenance {
+  std::string kind;
+  std::string run, stage;
+  int64_t step = 0;
+  bool reverified = false;
+  bool rl() const { return kind == "rl"; }
+  std::string describe() const;  // "rl hgemm_rl@12 (reverified)" or "-"
+};
+
 struct CatalogEntry {
   // Key.
   std::string backend;  // gpu | host
@@ -44,6 +57,7 @@ struct CatalogEntry {
   int64_t competitors = 0;                // distinct verified kernels that competed for this key
   std::string mode;                       // timing key, e.g. "device/cold/g20"
   std::string measured_at;                // latest evaluation (UTC)
+  Provenance provenance;                  // rl (run, stage, step) or not
 
   std::string shape() const;  // "MxNxK"
   // Speedup over a baseline measured beside it (0 when it was not).
@@ -74,8 +88,11 @@ class CatalogBuilder {
   explicit CatalogBuilder(std::string l2 = "cold");  // only evaluations with this L2 state
   // One evaluation; left out (counted by reason) unless it passed, is an HGEMM task and was
   // timed in device mode with its reference baseline beside it under the builder's L2 state.
-  void add(const StoredResult& r, const std::string& origin);
-  // Every evaluation of a results store. Throws UserError if it is not one.
+  // A kernel's provenance is the last non-empty one it was added with.
+  void add(const StoredResult& r, const std::string& origin, const Provenance& provenance = {});
+  // Every evaluation of a results store. Throws UserError if it is not one. Kernels an RL
+  // stage's policy sampled (the store's exemplar table, rollout/exemplar_store.h) get provenance
+  // rl with the store's directory as the run.
   void add_store(const std::filesystem::path& store);
   void add_input(const std::string& what) { inputs_.push_back(what); }
   Catalog finish() const;
@@ -92,7 +109,12 @@ class CatalogBuilder {
   // key string -> kernel id -> its evaluations, in the order added
   std::map<std::string, std::map<std::string, std::vector<Eval>>> seen_;
   std::map<std::string, std::string> sources_;  // kernel id -> source
+  std::map<std::string, Provenance> provenance_;  // kernel id -> where it came from
 };
+
+// `base` with `extra`'s entries merged in: per key the entry with the higher speedup (ties:
+// base's), sources of the entries kept, inputs appended, skipped counts added.
+Catalog merge_catalogs(Catalog base, const Catalog& extra);
 
 // Writes atomically; reads with a UserError naming the file when it is not a catalog.
 void write_catalog(const std::filesystem::path& path, const Catalog& c);
@@ -101,7 +123,8 @@ nlohmann::json to_json(const CatalogEntry& e);
 CatalogEntry catalog_entry_from_json(const nlohmann::json& j);
 
 // The `kernelrl catalog show` table: per device, one row per entry (shape, layout, acc, kernel,
-// device us, reference us, speedup, lt-auto-max speedup, evaluations), then wins and means.
+// device us, reference us, speedup, lt-auto-max speedup, evaluations, where it came from), then
+// wins and means, and how many entries an RL policy wrote.
 std::string format_catalog(const Catalog& c);
 
 }  // namespace kernelrl

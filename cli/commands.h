@@ -24,6 +24,7 @@ void register_tokenizer(CLI::App& app);
 void register_report(CLI::App& app);
 void register_catalog(CLI::App& app);
 void register_export(CLI::App& app);
+void register_lift(CLI::App& app);
 
 // "kernelrl X.Y.Z, LibTorch A.B.C, CUDA kernels built: yes|no, CUDA available: yes (N GPUs)|no"
 std::string version_string();

@@ -29,6 +29,7 @@ int main(int argc, char** argv) {
   cli::register_report(app);
   cli::register_catalog(app);
   cli::register_export(app);
+  cli::register_lift(app);
 
   try {
     app.parse(argc, argv);

@@ -95,4 +95,32 @@ int64_t ExemplarStore::size(const std::string& task) {
   return sqlite3_step(st.s) == SQLITE_ROW ? sqlite3_column_int64(st.s, 0) : 0;
 }
 
+std::map<std::string, PolicyOrigin> ExemplarStore::policy_origins(const std::filesystem::path& db_path) {
+  std::map<std::string, PolicyOrigin> out;
+  sqlite3* db = nullptr;
+  if (sqlite3_open_v2(db_path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
+    sqlite3_close(db);
+    throw UserError("cannot open results store '" + db_path.string() + "'");
+  }
+  sqlite3_busy_timeout(db, 10000);
+  sqlite3_stmt* st = nullptr;
+  // A seed (step 0: a family variant) that a policy also wrote is still a family variant. No
+  // exemplar table: a store no RL stage wrote to.
+  if (sqlite3_prepare_v2(db, "SELECT id, scope, task, step FROM exemplars WHERE step >= 1 AND id NOT IN "
+                         "(SELECT id FROM exemplars WHERE step = 0) ORDER BY step",
+                         -1, &st, nullptr) == SQLITE_OK) {
+    while (sqlite3_step(st) == SQLITE_ROW) {
+      PolicyOrigin o;
+      const std::string id = reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
+      o.scope = reinterpret_cast<const char*>(sqlite3_column_text(st, 1));
+      o.task = reinterpret_cast<const char*>(sqlite3_column_text(st, 2));
+      o.step = sqlite3_column_int64(st, 3);
+      out.emplace(id, o);  // ordered by step: the first one stays
+    }
+  }
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  return out;
+}
+
 }  // namespace kernelrl

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -15,6 +16,14 @@
 struct sqlite3;
 
 namespace kernelrl {
+
+// A passing candidate that an RL stage's policy sampled (rows with step >= 1; seeds, the family
+// variants, carry step 0): where a catalog says a kernel came from.
+struct PolicyOrigin {
+  std::string scope;  // the stage
+  std::string task;
+  int64_t step = 0;   // the first step that sampled it (1-based)
+};
 
 class ExemplarStore {
  public:
@@ -31,6 +40,10 @@ class ExemplarStore {
   // Forgets rows written after `step` (on resume).
   void truncate_after(int64_t step);
   int64_t size(const std::string& task);
+
+  // Exemplar id (the evaluator's hash) -> the first RL step that sampled it, over every scope of
+  // the store at `db_path`; empty when the store has no exemplar table (a bench's store).
+  static std::map<std::string, PolicyOrigin> policy_origins(const std::filesystem::path& db_path);
 
  private:
   void exec(const std::string& sql);

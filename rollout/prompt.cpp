@@ -67,8 +67,32 @@ std::string exemplar_block(size_t index, const std::string& source, double score
   return head + source + "\n";
 }
 
+std::string device_line(const std::string& device) { return "Target device: " + device + ".\n"; }
+
+std::string speed_aim(const std::string& device) {
+  return "Rank 1 of the variants measured at this shape on " + device + ".";
+}
+
+std::string speed_annotation(int64_t rank, int64_t of, const std::string& device, double time_us,
+                             const std::string& timing, const std::string& reference,
+                             double reference_us) {
+  char buf[512];
+  std::snprintf(buf, sizeof buf,
+                " %lld measured; device time %.2f us (%s)", static_cast<long long>(of), time_us,
+                timing.c_str());
+  std::string s = "Rank " + std::to_string(rank) + " of the variants measured at this shape on " +
+                  device + "." + buf;
+  if (reference_us > 0) {
+    std::snprintf(buf, sizeof buf, "; %s %.2f us, speedup %.3fx", reference.c_str(), reference_us,
+                  reference_us / time_us);
+    s += buf;
+  }
+  return s + ".";
+}
+
 std::string task_instruction(const TaskSpec& task, const PromptParts& parts) {
-  std::string s = describe_task(task, parts.backend);
+  std::string s = (parts.device.empty() ? "" : device_line(parts.device)) +
+                  describe_task(task, parts.backend);
   s += "Make it as fast as possible while staying correct.";
   if (parts.response_format == "sections")
     s += " First analyse why the earlier kernels scored as they did, then describe your design, "
@@ -80,6 +104,7 @@ std::string build_prompt(const TaskSpec& task, const PromptParts& parts) {
   std::ostringstream p;
   p << kInstructionMarker << task_instruction(task, parts);
   p << "\n" << kContextMarker;
+  if (!parts.device.empty()) p << speed_aim(parts.device) << "\n";
   if (!parts.context.empty()) p << parts.context << "\n";
   if (!parts.profile.empty()) p << "Profile of earlier candidates:\n" << parts.profile << "\n";
   for (size_t i = 0; i < parts.exemplars.size(); ++i)

@@ -22,6 +22,10 @@ struct PromptParts {
   std::vector<Exemplar> exemplars;       // scored earlier kernels, worst first
   std::string response_format = "code";  // code | sections
   std::string backend = "gpu";           // gpu: CUDA C++ for nvcc | host: C++ for g++ (CPU backend)
+  // The evaluator's device, named in the instruction, with the context's first line asking for
+  // rank 1 at the shape (rollout.prompt_device; the speed-annotated pretraining examples of
+  // speed_annotation() use the same words). "" = neither.
+  std::string device;
   // model.prompt_format: raw (the sections above) | chatml | llama3 (the same request as a
   // user turn, asking for a fenced code block; model/chat_format.h).
   std::string prompt_format = "raw";
@@ -42,6 +46,17 @@ std::string describe_task(const TaskSpec& task, const std::string& backend);
 // CUDA-L1 sections when parts.response_format is "sections"). Pretraining writes family
 // triplets with the same text, so the policy has seen its RL prompts before RL starts.
 std::string task_instruction(const TaskSpec& task, const PromptParts& parts);
+
+// The instruction's line naming the device ("Target device: NVIDIA H100 80GB HBM3.").
+std::string device_line(const std::string& device);
+// The annotation of a measured kernel at a shape (the context of a speed-annotated example):
+//   "Rank r of the variants measured at this shape on DEVICE. n measured; device time T us
+//    (timing); REF R us, speedup x."
+// The RL prompt's aim line is its first sentence with r = 1 (speed_aim).
+std::string speed_annotation(int64_t rank, int64_t of, const std::string& device, double time_us,
+                             const std::string& timing, const std::string& reference,
+                             double reference_us);
+std::string speed_aim(const std::string& device);
 
 // The full prompt text (ends with the code marker, or the analysis marker for `sections`; in a
 // chat format, with the opening of the assistant's turn).

@@ -43,6 +43,10 @@ struct RolloutConfig {
   int64_t overlap = 0;             // 1: while step t's candidates compile, the policy generates
                                    // step t+1 (one step off-policy: the update's ratio is taken
                                    // against the log-probs of the policy that sampled the rows)
+  std::string prompt_device = "";  // the device the HGEMM prompts name, asking for rank 1 at
+                                   // the shape, e.g. "NVIDIA H100 80GB HBM3" (the wording of
+                                   // `kernelrl lift annotate --device`'s examples, and of the
+                                   // pretraining family triplets shown as RL prompts); "" = none
   SamplingConfig sampling;
 
   void visit(cfg::Visitor& v) {
@@ -69,6 +73,9 @@ struct RolloutConfig {
     v.field("overlap", overlap,
             "1: generate step t+1 while step t's candidates compile (one step off-policy); 0 = off",
             cfg::in_closed(0, 1));
+    v.field("prompt_device", prompt_device,
+            "device named in HGEMM prompts, asking for rank 1 at the shape (the speed-annotated "
+            "examples' wording); \"\" = none");
     v.section("sampling", sampling, "sampling parameters");
   }
 };

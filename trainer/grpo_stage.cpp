@@ -19,6 +19,7 @@
 #include "common/progress.h"
 #include "common/tensorboard.h"
 #include "data/families.h"
+#include "data/hgemm_split.h"
 #include "data/task_suite.h"
 #include "model/chat_format.h"
 #include "model/checkpoint.h"
@@ -51,9 +52,8 @@ struct Scored {
   EvalResult result;         // empty when the response held no code
 };
 
-// The kernel-family variants that seed an empty exemplar pool (step 0): n of them taken
-// round-robin over the families that offer the task, each family's variants in an order seeded
-// by the task name, so the first prompts show the range of families, not one family's first few.
+}  // namespace
+
 std::vector<std::string> seed_sources(Evaluator& ev, const TaskSpec& task, int64_t n) {
   auto variants = variants_for_task(task, ev.backend() == "gpu" ? "cuda" : "host", ev.arch());
   std::map<std::string, std::vector<KernelVariant>> by_family;  // shuffled in name order
@@ -66,6 +66,8 @@ std::vector<std::string> seed_sources(Evaluator& ev, const TaskSpec& task, int64
     sources.push_back(std::move(v.source));
   return sources;
 }
+
+namespace {
 
 // Seeds the empty exemplar pools of `tasks` with their evaluated seed variants. All of them
 // compile first in one parallel batch, then each task's are evaluated (loaded from the compile
@@ -117,8 +119,9 @@ std::vector<TaskSpec> rl_stage_tasks(const JobConfig& job, const std::string& ki
   if (kind == "general_rl") {
     tasks = select_split(load_task_suite(job.data.general_tasks, backend), /*holdout=*/false);
   } else {
-    for (auto& t : hgemm_grid(job.data.hgemm_grid))
-      if (!t.holdout) tasks.push_back(t);
+    // The training split of the grid (data.hgemm_heldout: held-out shapes are the lift's).
+    tasks = hgemm_split_part(hgemm_grid(job.data.hgemm_grid), job.data.hgemm_heldout,
+                             /*heldout=*/false);
   }
   if (tasks.empty())
     throw ConfigError(std::string(kind == "general_rl" ? "data.general_tasks" : "data.hgemm_grid") +
@@ -215,6 +218,7 @@ class RlStage {
       PromptParts parts;
       parts.response_format = ro_.response_format;
       parts.backend = backend_;
+      if (task.kind == "hgemm") parts.device = ro_.prompt_device;
       parts.prompt_format = job_.model.prompt_format;
       parts.exemplars = sample_exemplars(exemplars_->pool(task.name, step), ro_.n_exemplars,
                                          ro_.n_buckets, ro_.exemplar_temperature, erng);
@@ -589,6 +593,17 @@ class RlStage {
       completion_len += static_cast<double>(r.completion.size()) / rollouts.size();
       demos += r.finish_reason == "demonstration";
     }
+    // The policy's own rows (demonstrations are the best verified kernel and always pass):
+    // what a reader asks of learning is whether these rise.
+    double sampled = 0, sampled_ok = 0, sampled_compiled = 0, sampled_reward = 0;
+    for (size_t i = 0; i < scored.size(); ++i) {
+      if (rollouts[i].finish_reason == "demonstration") continue;
+      ++sampled;
+      sampled_ok += scored[i].passed;
+      sampled_compiled += scored[i].compiled;
+      sampled_reward += scored[i].reward;
+    }
+    auto per_sampled = [&](double x) { return sampled > 0 ? x / sampled : 0.0; };
     double best_overall = 0;
     for (const auto& [task, s] : best_speedup_) best_overall = std::max(best_overall, s);
     const GrpoPassStats first = upd.passes.empty() ? GrpoPassStats{} : upd.passes.front();
@@ -604,6 +619,9 @@ class RlStage {
         {"compiled_rate", rate([](const Scored& s) { return s.compiled; })},
         {"correct_rate", rate([](const Scored& s) { return s.passed; })},
         {"faster_rate", rate([](const Scored& s) { return s.passed && s.speedup > 1.0; })},
+        {"sampled_compiled_rate", per_sampled(sampled_compiled)},
+        {"sampled_correct_rate", per_sampled(sampled_ok)},
+        {"sampled_reward_mean", per_sampled(sampled_reward)},
         {"best_speedup", best_overall},
         {"zero_spread_frac", static_cast<double>(adv.zero_spread_groups) /
                                  static_cast<double>(scored.size() / ro_.group_size)},
@@ -646,9 +664,14 @@ class RlStage {
     for (const auto& [k, v] : rec.items())
       if (v.is_number()) tb_.scalar(stage_.name + "/" + k, v.get<double>(), state_.step);
     tb_.flush();
-    char status[128];
-    std::snprintf(status, sizeof status, "reward %.3f correct %.0f%% best %.2fx", mean,
-                  100 * rec["correct_rate"].get<double>(), best_overall);
+    char status[160];
+    if (demos > 0)
+      std::snprintf(status, sizeof status, "reward %.3f correct %.0f%% (sampled %.0f%%) best %.2fx",
+                    mean, 100 * rec["correct_rate"].get<double>(), 100 * per_sampled(sampled_ok),
+                    best_overall);
+    else
+      std::snprintf(status, sizeof status, "reward %.3f correct %.0f%% best %.2fx", mean,
+                    100 * rec["correct_rate"].get<double>(), best_overall);
     progress_.update(state_.step, status);
   }
 

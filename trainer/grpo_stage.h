@@ -19,6 +19,13 @@ namespace kernelrl {
 std::vector<TaskSpec> rl_stage_tasks(const JobConfig& job, const std::string& kind,
                                      const std::string& backend);
 
+class Evaluator;
+
+// The kernel-family variants that seed an empty exemplar pool (step 0): n of them taken
+// round-robin over the families that offer the task, each family's variants in an order seeded
+// by the task name, so the first prompts show the range of families, not one family's first few.
+std::vector<std::string> seed_sources(Evaluator& ev, const TaskSpec& task, int64_t n);
+
 // Runs the stage; returns its final checkpoint directory.
 std::filesystem::path run_grpo_stage(StageContext& ctx);
 

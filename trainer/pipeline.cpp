@@ -9,6 +9,7 @@
 #include "trainer/distributed.h"
 #include "trainer/grpo_stage.h"
 #include "trainer/pretrain_stage.h"
+#include "trainer/rl_summary.h"
 #include "trainer/train_utils.h"
 
 namespace kernelrl {
@@ -102,6 +103,17 @@ std::filesystem::path run_pipeline(const JobConfig& job, const PipelineOptions& 
     checkpoint = runners[i](ctx);
     if (group) group->barrier();  // rank 0 has written the stage's final checkpoint
   }
+  // Did the RL stages learn? The run's last lines say (the CPU quickstart's promise).
+  if (dist::is_main())
+    for (const auto* s : stages)
+      if (s->kind != "pretrain") {
+        std::string text = format_rl_learning(rl_learning(run_dir.metrics_path(), s->name));
+        for (size_t a = 0, b; a < text.size(); a = b + 1) {
+          b = text.find('\n', a);
+          if (b == std::string::npos) b = text.size();
+          KRL_LOG(info) << text.substr(a, b - a);
+        }
+      }
   log::close_file();
   return checkpoint;
 }

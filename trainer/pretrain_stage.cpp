@@ -14,6 +14,7 @@
 #include "common/hash.h"
 #include "common/log.h"
 #include "common/progress.h"
+#include "data/hgemm_split.h"
 #include "data/task_suite.h"
 #include "model/checkpoint.h"
 #include "model/device.h"
@@ -60,13 +61,19 @@ PackedSequences pack_triplets(const std::vector<Triplet>& triplets, const Tokeni
   return out;
 }
 
+bool has_tags(const Triplet& t, const std::vector<std::string>& tags) {
+  for (const auto& tag : tags)
+    if (std::find(t.tags.begin(), t.tags.end(), tag) == t.tags.end()) return false;
+  return true;
+}
+
 bool is_holdout(const std::string& id, double fraction) {
   if (fraction <= 0) return false;
   return static_cast<double>(fnv1a(id) % 1000000) < fraction * 1e6;
 }
 
 void add_exemplar_context(std::vector<Triplet>& triplets, double rate,
-                          const std::vector<TaskSpec>& hgemm_shapes) {
+                          const std::vector<TaskSpec>& hgemm_shapes, const std::string& device) {
   if (rate <= 0) return;
   // Family key: the family tag and the backend tag ("family", <family>, <backend>, ...).
   std::map<std::string, std::vector<size_t>> by_family;
@@ -104,9 +111,10 @@ void add_exemplar_context(std::vector<Triplet>& triplets, double rate,
                                      has_tag(t, "acc_f16") ? "f16" : "f32");
     PromptParts parts;
     parts.backend = t.tags[2] == "host" ? "host" : "gpu";
+    parts.device = device;
     t.instruction = task_instruction(task, parts);
     block.pop_back();  // the triplet template adds the newline before the code marker
-    t.context = block;
+    t.context = (device.empty() ? "" : speed_aim(device) + "\n") + block;
   }
 }
 
@@ -258,14 +266,21 @@ fs::path run_pretrain_stage(StageContext& ctx) {
     if (!fs::exists(p))
       throw UserError("data.corpus[" + std::to_string(i) + "]: '" + p.string() +
                       "' not found; make it with `kernelrl data build` or `kernelrl data synth`");
-    for (auto& t : read_triplets(p))
+    for (auto& t : read_triplets(p)) {
+      if (!has_tags(t, job.data.corpus_tags)) continue;
       (is_holdout(t.id, job.data.holdout_fraction) ? heldout_docs : train_docs).push_back(t);
+    }
   }
-  // HGEMM family triplets shown as hgemm_rl prompts use the shapes that stage will train on.
+  if (train_docs.empty() && !job.data.corpus_tags.empty())
+    throw UserError("data.corpus_tags: no triplet of data.corpus carries every tag of the list");
+  // HGEMM family triplets shown as hgemm_rl prompts use the shapes that stage will train on
+  // (its training split: held-out shapes stay unseen).
   const std::vector<TaskSpec> hgemm_shapes =
-      stage.exemplar_context > 0 ? hgemm_grid(job.data.hgemm_grid) : std::vector<TaskSpec>{};
-  add_exemplar_context(train_docs, stage.exemplar_context, hgemm_shapes);
-  add_exemplar_context(heldout_docs, stage.exemplar_context, hgemm_shapes);
+      stage.exemplar_context > 0
+          ? hgemm_split_part(hgemm_grid(job.data.hgemm_grid), job.data.hgemm_heldout, /*heldout=*/false)
+          : std::vector<TaskSpec>{};
+  add_exemplar_context(train_docs, stage.exemplar_context, hgemm_shapes, job.rollout.prompt_device);
+  add_exemplar_context(heldout_docs, stage.exemplar_context, hgemm_shapes, job.rollout.prompt_device);
   // Data parallel: every rank holds the whole (deterministic) data; rank r computes rows
   // [r·B/W, (r+1)·B/W) of each global micro-batch of B rows.
   dist::Group* group = dist::group();

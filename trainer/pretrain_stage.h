@@ -46,9 +46,14 @@ PackedSequences pack_triplets(const std::vector<Triplet>& triplets, const Tokeni
 // triplets among them become RL prompts outright when `hgemm_shapes` is non-empty: the
 // instruction is rollout's task_instruction for one of those shapes (by the id's hash) with the
 // variant's layout and accumulation, and the context is the sibling block alone, so the packed
-// text is exactly the prompt hgemm_rl will show followed by the variant. Deterministic.
+// text is exactly the prompt hgemm_rl will show followed by the variant (with `device`, the
+// rollout.prompt_device the RL prompts name, its device line and aim line too). Deterministic.
 void add_exemplar_context(std::vector<Triplet>& triplets, double rate,
-                          const std::vector<TaskSpec>& hgemm_shapes = {});
+                          const std::vector<TaskSpec>& hgemm_shapes = {},
+                          const std::string& device = "");
+
+// Whether `t` carries every tag of `tags` (data.corpus_tags; an empty list keeps everything).
+bool has_tags(const Triplet& t, const std::vector<std::string>& tags);
 
 // Deterministic held-out split by a hash of the triplet id.
 bool is_holdout(const std::string& id, double fraction);

@@ -1,0 +1,234 @@
+// The lift machinery's pure parts against hand-derived values (issue 25): the held-out split of
+// an HGEMM grid, the normalized token edit distance behind novelty, the family-grid CSV reader
+// and the speed-annotated triplets, the summary's means and shares, the RL learning summary,
+// and the catalog's provenance (JSON round trip, merge, the exemplar table lookup).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <set>
+
+#include "catalog/catalog.h"
+#include "common/error.h"
+#include "common/fs.h"
+#include "common/metrics.h"
+#include "data/families.h"
+#include "data/hgemm_split.h"
+#include "data/speed_annotation.h"
+#include "data/task_suite.h"
+#include "rollout/exemplar_store.h"
+#include "rollout/prompt.h"
+#include "trainer/lift.h"
+#include "trainer/rl_summary.h"
+#include "test_util.h"
+
+namespace kernelrl {
+namespace {
+
+TEST(HgemmSplit, HoldsOutATenthOfEveryBinFixedByTheHash) {
+  const auto grid = hgemm_grid("full");
+  ASSERT_EQ(grid.size(), 1000u);
+  const auto split = split_hgemm_shapes(grid, 0.1);
+  std::map<int, std::pair<int, int>> bins;  // bin -> (shapes, held out)
+  for (const auto& t : split) {
+    ++bins[hgemm_size_bin(t)].first;
+    bins[hgemm_size_bin(t)].second += t.holdout;
+  }
+  int held = 0;
+  for (const auto& [bin, c] : bins) {
+    SCOPED_TRACE("bin " + std::to_string(bin));
+    held += c.second;
+    if (c.first >= 2) {
+      EXPECT_GE(c.second, 1);
+      EXPECT_LE(std::abs(c.second - 0.1 * c.first), 0.5 + 1e-9);  // round(0.1 n), at least 1
+    } else {
+      EXPECT_EQ(c.second, 0);  // a bin of one shape stays in training
+    }
+  }
+  EXPECT_NEAR(held, 100, 5);
+  // Bins of 3 in log2(MNK): 64^3 = 2^18 is bin 6, 16384^3 = 2^42 bin 14.
+  EXPECT_EQ(hgemm_size_bin(hgemm_task(64, 64, 64)), 6);
+  EXPECT_EQ(hgemm_size_bin(hgemm_task(64, 64, 256)), 6);  // 2^20
+  EXPECT_EQ(hgemm_size_bin(hgemm_task(128, 128, 128)), 7);  // 2^21
+  EXPECT_EQ(hgemm_size_bin(hgemm_task(16384, 16384, 16384)), 14);
+  // Fixed: the same grid in another order holds the same shapes out; fraction 0 holds none.
+  auto reversed = grid;
+  std::reverse(reversed.begin(), reversed.end());
+  std::set<std::string> a, b;
+  for (const auto& t : split) if (t.holdout) a.insert(t.name);
+  for (const auto& t : split_hgemm_shapes(reversed, 0.1)) if (t.holdout) b.insert(t.name);
+  EXPECT_EQ(a, b);
+  for (const auto& t : split_hgemm_shapes(grid, 0.0)) EXPECT_FALSE(t.holdout);
+  EXPECT_EQ(hgemm_split_part(grid, 0.1, true).size() + hgemm_split_part(grid, 0.1, false).size(), 1000u);
+}
+
+TEST(Novelty, TokenEditDistanceMatchesHandCountedEdits) {
+  const std::vector<std::string> a = {"a", "b", "c", "d"}, b = {"a", "x", "c", "d", "e"};
+  // substitute b->x, insert e: 2 edits over the longer length 5.
+  EXPECT_DOUBLE_EQ(token_edit_distance(a, b), 0.4);
+  EXPECT_DOUBLE_EQ(token_edit_distance(b, a), 0.4);
+  EXPECT_DOUBLE_EQ(token_edit_distance(a, a), 0.0);
+  EXPECT_DOUBLE_EQ(token_edit_distance({}, {}), 0.0);
+  EXPECT_DOUBLE_EQ(token_edit_distance(a, {}), 1.0);
+  // Capped: at or above the cap the answer is the cap (the banded computation stops early).
+  EXPECT_DOUBLE_EQ(token_edit_distance(a, b, 0.3), 0.3);
+  EXPECT_DOUBLE_EQ(token_edit_distance(a, b, 0.5), 0.4);
+  // Comments and string contents do not count; identifiers and numbers are one token each.
+  EXPECT_EQ(novelty_tokens("int x = 42; // note\n/* c */ f(\"s\");"),
+            (std::vector<std::string>{"int", "x", "=", "42", ";", "f", "(", "\"", "\"", ")", ";"}));
+  // A family variant and the same variant with another tile are near copies.
+  const auto vs = hgemm_family_variants("hgemm_host");
+  ASSERT_GE(vs.size(), 2u);
+  const double d = token_edit_distance(novelty_tokens(vs[0].source), novelty_tokens(vs[1].source));
+  EXPECT_GT(d, 0.0);
+  EXPECT_LT(d, 0.05);
+}
+
+TEST(SpeedAnnotation, ReadsAFamilySweepCsvAndWordsEachKernelLikeTheRlPrompt) {
+  testing::ScratchDir dir;
+  const auto vs = hgemm_family_variants("hgemm_host");
+  std::string v32, v64;
+  for (const auto& v : vs)
+    if (v.layout == "nn" && v.acc == "f32") (v.params[0].second == 32 ? v32 : v64) = v.name;
+  ASSERT_FALSE(v32.empty());
+  // The sweep CSV names one best variant per family per shape (one family here).
+  testing::write_text(dir / "grid.csv",
+                      "M,N,K,layout,acc,log2_mnk,variants,passed,best_family,best_variant,best_us,"
+                      "torch_us,speedup_torch,hgemm_host_us,hgemm_host_variant,failures,eval_s\n"
+                      "64,64,64,nn,f32,18,2,2,hgemm_host," + v64 + ",10,20,2,10," + v64 + ",,1\n"
+                      "128,64,64,nn,f32,19,2,2,hgemm_host," + v32 + ",30,15,0.5,30," + v32 + ",,1\n"
+                      "64,128,64,nn,f32,19,2,0,,,,,,,,,1\n");
+  auto shapes = read_family_grid_csv(dir / "grid.csv", "host");
+  ASSERT_EQ(shapes.size(), 2u);  // the row with no passing variant adds nothing
+  EXPECT_EQ(shapes[0].task.name, "hgemm_64x64x64_nn");
+  EXPECT_DOUBLE_EQ(shapes[0].baselines_us.at("torch"), 20);
+  ASSERT_EQ(shapes[0].kernels.size(), 1u);
+  EXPECT_EQ(shapes[0].kernels[0].name, v64);
+  // A second kernel at the first shape (a catalog entry), faster: it ranks first.
+  add_measured(shapes, shapes[0], {"kabc", "", "// a catalog kernel\n", 8.0, "cat.json"});
+  rank_measured(shapes);
+  ASSERT_EQ(shapes[0].kernels.size(), 2u);
+  EXPECT_EQ(shapes[0].kernels[0].name, "kabc");
+  shapes[1].task.holdout = true;  // held out: no examples
+  const auto ts = speed_annotated_triplets(shapes, "host", "torch");
+  ASSERT_EQ(ts.size(), 2u);
+  EXPECT_EQ(ts[0].code, "// a catalog kernel\n");
+  EXPECT_NE(ts[0].instruction.find("Target device: host."), std::string::npos) << ts[0].instruction;
+  EXPECT_NE(ts[0].instruction.find("M=64, N=64, K=64"), std::string::npos);
+  EXPECT_EQ(ts[0].context,
+            "Rank 1 of the variants measured at this shape on host. 2 measured; device time 8.00 us "
+            "(device/cold/g20); torch 20.00 us, speedup 2.500x.");
+  EXPECT_EQ(ts[1].context.rfind("Rank 2 of the variants measured at this shape on host. 2 measured", 0), 0u);
+  EXPECT_EQ(ts[1].tags.back(), "rank_2");
+  // The RL prompt's aim line is the rank-1 annotation's first sentence.
+  EXPECT_EQ(ts[0].context.rfind(speed_aim("host"), 0), 0u);
+  EXPECT_THROW(read_family_grid_csv(dir / "missing.csv", "host"), UserError);
+}
+
+TEST(LiftSummary, MeansAndSharesOverTheRows) {
+  auto row = [](int64_t m, double before, double after, double sweep, double exemplar,
+                int64_t passed, int64_t novel) {
+    LiftShape r;
+    r.m = m, r.n = 64, r.k = 64;
+    r.before = before, r.after = after, r.sweep = sweep, r.exemplar = exemplar;
+    r.samples = 4, r.after_passed = passed, r.before_passed = 2, r.after_novel = novel;
+    return r;
+  };
+  // 64x64x64 = 2^18 (small), 65536x64x64 = 2^28 (not small).
+  const std::vector<LiftShape> rows = {row(64, 0.5, 1.1, 1.0, 0.9, 4, 1),
+                                       row(65536, 1.0, 0.9, 1.0, 0.8, 2, 0)};
+  const LiftSummary s = lift_summary(rows);
+  EXPECT_EQ(s.shapes, 2);
+  EXPECT_DOUBLE_EQ(s.mean_before, 0.75);
+  EXPECT_DOUBLE_EQ(s.mean_after, 1.0);
+  EXPECT_DOUBLE_EQ(s.lift, 1.0 / 0.75 - 1);
+  EXPECT_DOUBLE_EQ(s.share_after_ge_1, 0.5);
+  EXPECT_DOUBLE_EQ(s.share_after_beats_sweep, 0.5);
+  EXPECT_DOUBLE_EQ(s.share_after_beats_sweep_2pct, 0.5);  // 1.1 >= 1.02 x 1.0
+  EXPECT_DOUBLE_EQ(s.share_after_beats_exemplar, 1.0);
+  EXPECT_DOUBLE_EQ(s.novelty_after, 1.0 / 6);
+  EXPECT_EQ(s.small_shapes, 1);
+  EXPECT_DOUBLE_EQ(s.mean_after_small, 1.1);
+  const std::string md = format_lift(rows, s);
+  EXPECT_NE(md.find("lift >= +10 %: met"), std::string::npos) << md;
+  EXPECT_NE(md.find("below 2^27 mean after >= 1.0x: met"), std::string::npos) << md;
+  // A row round-trips through its JSON line.
+  LiftShape back = lift_shape_from_json(to_json(rows[0]));
+  EXPECT_EQ(back.after, 1.1);
+  EXPECT_EQ(back.after_novel, 1);
+}
+
+TEST(RlLearning, HalvesOfTheStageFromTheMetrics) {
+  testing::ScratchDir dir;
+  {
+    MetricsWriter w(dir / "metrics.jsonl", -1);
+    w.write(1, {{"stage", "pretrain"}, {"loss", 1.0}});
+    const double correct[] = {0.2, 0.3, 0.5, 0.6, 0.7};
+    for (int i = 0; i < 5; ++i)
+      w.write(i + 1, {{"stage", "hgemm_rl"}, {"reward_mean", correct[i]}, {"sampled_correct_rate", correct[i]},
+                      {"sampled_reward_mean", correct[i] - 1}, {"updates", i == 0 ? 0 : 1}});
+  }
+  const RlLearning l = rl_learning(dir / "metrics.jsonl", "hgemm_rl");
+  EXPECT_EQ(l.steps, 5);
+  EXPECT_EQ(l.updates, 4);
+  EXPECT_EQ(l.steps_with_updates, 4);
+  EXPECT_DOUBLE_EQ(l.correct_first, 0.2);
+  EXPECT_DOUBLE_EQ(l.correct_last, 0.7);
+  EXPECT_DOUBLE_EQ(l.correct_early, 0.25);  // steps 1-2; step 3 is the middle
+  EXPECT_DOUBLE_EQ(l.correct_late, 0.65);   // steps 4-5
+  EXPECT_NEAR(l.reward_late - l.reward_early, 0.4, 1e-12);
+  EXPECT_TRUE(l.improved());
+  EXPECT_NE(format_rl_learning(l).find("the policy learned"), std::string::npos);
+  EXPECT_EQ(rl_learning(dir / "metrics.jsonl", "general_rl").steps, 0);
+}
+
+TEST(CatalogProvenance, RoundTripsMergesAndComesFromTheExemplarTable) {
+  CatalogEntry e;
+  e.backend = "host", e.device = "host", e.m = e.n = e.k = 64, e.kernel_id = "k1", e.reference = "torch";
+  e.speedup = 1.5;
+  e.provenance = {"rl", "/runs/lift", "hgemm_rl", 12, true};
+  CatalogEntry back = catalog_entry_from_json(to_json(e));
+  EXPECT_TRUE(back.provenance.rl());
+  EXPECT_EQ(back.provenance.run, "/runs/lift");
+  EXPECT_EQ(back.provenance.step, 12);
+  EXPECT_EQ(back.provenance.describe(), "rl hgemm_rl@12 (reverified)");
+  CatalogEntry plain = e;
+  plain.provenance = {};
+  EXPECT_FALSE(to_json(plain).contains("provenance"));
+  EXPECT_EQ(plain.provenance.describe(), "-");
+
+  // Merge: per key the higher speedup; sources of dropped entries go.
+  Catalog base, extra;
+  plain.kernel_id = "k0", plain.speedup = 1.2;
+  base.entries = {plain};
+  base.sources = {{"k0", "old"}};
+  extra.entries = {e};
+  extra.sources = {{"k1", "new"}};
+  Catalog m = merge_catalogs(base, extra);
+  ASSERT_EQ(m.entries.size(), 1u);
+  EXPECT_EQ(m.entries[0].kernel_id, "k1");
+  EXPECT_EQ(m.sources, (std::map<std::string, std::string>{{"k1", "new"}}));
+  EXPECT_NE(format_catalog(m).find("rl hgemm_rl@12 (reverified)"), std::string::npos);
+  EXPECT_NE(format_catalog(m).find("1 written by an RL policy"), std::string::npos);
+  extra.entries[0].speedup = 1.0;  // slower than the base's: the base's stays
+  EXPECT_EQ(merge_catalogs(base, extra).entries[0].kernel_id, "k0");
+
+  // The exemplar table: a policy's kernel (step >= 1) is rl; a seed (step 0) is not, even where
+  // a policy wrote it again in another stage.
+  testing::ScratchDir dir;
+  {
+    ExemplarStore rl(dir / "s.sqlite", "hgemm_rl");
+    rl.add("t", {"seed", "s", 1.0}, 0);
+    rl.add("t", {"mine", "m", 1.1}, 3);
+    rl.add("t", {"mine", "m", 1.1}, 5);  // ignored: already there
+    ExemplarStore other(dir / "s.sqlite", "hgemm_rl2");
+    other.add("t", {"seed", "s", 1.0}, 2);
+    other.add("t", {"mine", "m", 1.1}, 1);
+  }
+  const auto origins = ExemplarStore::policy_origins(dir / "s.sqlite");
+  ASSERT_EQ(origins.size(), 1u);
+  EXPECT_EQ(origins.at("mine").step, 1);
+  EXPECT_EQ(origins.at("mine").scope, "hgemm_rl2");
+}
+
+}  // namespace
+}  // namespace kernelrl

@@ -1,0 +1,72 @@
+#include "trainer/rl_summary.h"
+
+#include <cstdio>
+#include <map>
+
+#include "common/metrics.h"
+
+namespace kernelrl {
+
+RlLearning rl_learning(const std::filesystem::path& metrics, const std::string& stage) {
+  RlLearning l;
+  l.stage = stage;
+  if (!std::filesystem::exists(metrics)) return l;
+  std::map<int64_t, nlohmann::json> by_step;  // a resumed run may repeat a step: the last wins
+  for (auto& r : MetricsWriter::read_all(metrics))
+    if (r.value("stage", "") == stage && r.contains("reward_mean")) {
+      const int64_t step = r.value("step", int64_t{0});
+      by_step[step] = std::move(r);  // (json's operator= takes its argument by value: moved first)
+    }
+  l.steps = static_cast<int64_t>(by_step.size());
+  if (l.steps == 0) return l;
+  const int64_t half = l.steps / 2;
+  int64_t i = 0;
+  for (const auto& [step, r] : by_step) {
+    const double correct = r.value("sampled_correct_rate", r.value("correct_rate", 0.0));
+    const double reward = r.value("sampled_reward_mean", r.value("reward_mean", 0.0));
+    const int64_t u = r.value("updates", int64_t{0});
+    l.updates += u;
+    l.steps_with_updates += u > 0;
+    if (i == 0) l.correct_first = correct, l.reward_first = reward;
+    l.correct_last = correct, l.reward_last = reward;
+    // Odd step counts: the middle step counts in neither half.
+    if (i < half) {
+      l.correct_early += correct / static_cast<double>(half);
+      l.reward_early += reward / static_cast<double>(half);
+    } else if (i >= l.steps - half) {
+      l.correct_late += correct / static_cast<double>(half);
+      l.reward_late += reward / static_cast<double>(half);
+    }
+    ++i;
+  }
+  return l;
+}
+
+std::string format_rl_learning(const RlLearning& l) {
+  if (l.steps == 0) return l.stage + ": no RL steps recorded\n";
+  char buf[768];
+  const int64_t half = l.steps / 2;
+  std::snprintf(buf, sizeof buf,
+                "%s: %lld steps, %lld with updates (%lld optimizer passes). The policy's own samples "
+                "(demonstrations excluded): correct %.0f%% -> %.0f%% (step 1 -> %lld), %.0f%% -> "
+                "%.0f%% (mean of steps 1-%lld -> %lld-%lld); reward %.3f -> %.3f, %.3f -> %.3f.\n",
+                l.stage.c_str(), static_cast<long long>(l.steps),
+                static_cast<long long>(l.steps_with_updates), static_cast<long long>(l.updates),
+                100 * l.correct_first, 100 * l.correct_last, static_cast<long long>(l.steps),
+                100 * l.correct_early, 100 * l.correct_late, static_cast<long long>(half),
+                static_cast<long long>(l.steps - half + 1), static_cast<long long>(l.steps),
+                l.reward_first, l.reward_last, l.reward_early, l.reward_late);
+  std::string s = buf;
+  if (l.steps < 2)
+    s += l.stage + ": one step: too few to say whether the policy learned.\n";
+  else if (l.improved())
+    s += l.stage + ": the policy learned: its correct rate and reward rose over the stage.\n";
+  else
+    s += l.stage + ": no improvement over the stage (" +
+         (l.updates == 0 ? std::string("no update was taken: every group's rewards were equal")
+                         : std::string("the second half's correct rate or reward is not above the first's")) +
+         ").\n";
+  return s;
+}
+
+}  // namespace kernelrl
