@@ -538,6 +538,11 @@ std::vector<LiftShape> measure_lift(const LiftOptions& o) {
       if (e && e->passed() && e->speedup > sweep_best) sweep_best = e->speedup, row.sweep_variant = name;
     }
     row.sweep = best_passed(sweep_evals);
+    if (row.sweep <= 0)
+      for (const auto& [name, src] : sweep)
+        if (const EvalResult* e = result_of(src))
+          KRL_LOG(warn) << "lift " << task.name << ": the sweep's " << name << " did not pass: "
+                        << status_name(e->status) << (e->reason.empty() ? "" : " (" + e->reason.substr(0, 300) + ")");
     for (const auto& src : shown) shown_evals.push_back(result_of(src));
     row.exemplar = best_passed(shown_evals);
     if (best_after) {
@@ -571,9 +576,12 @@ LiftSummary lift_summary(const std::vector<LiftShape>& rows) {
     s.mean_exemplar += r.exemplar / n;
     s.share_after_ge_1 += (r.after >= 1.0) / n;
     s.share_before_ge_1 += (r.before >= 1.0) / n;
-    s.share_after_beats_sweep += (r.after > r.sweep) / n;
+    // A shape whose sweep variant did not pass has nothing to beat: not a win over the sweep.
+    const bool swept = r.sweep > 0;
+    s.sweep_missing += !swept;
+    s.share_after_beats_sweep += (swept && r.after > r.sweep) / n;
     s.share_after_beats_exemplar += (r.after > r.exemplar) / n;
-    s.share_after_beats_sweep_2pct += (r.after > 0 && r.after >= 1.02 * r.sweep) / n;
+    s.share_after_beats_sweep_2pct += (swept && r.after >= 1.02 * r.sweep) / n;
     passed_after += r.after_passed, passed_before += r.before_passed;
     novel_after += r.after_novel, novel_before += r.before_novel;
     if (static_cast<double>(r.m) * static_cast<double>(r.n) * static_cast<double>(r.k) < std::ldexp(1.0, 27)) {
@@ -600,6 +608,7 @@ nlohmann::json to_json(const LiftSummary& s) {
           {"share_after_beats_sweep", s.share_after_beats_sweep},
           {"share_after_beats_sweep_2pct", s.share_after_beats_sweep_2pct},
           {"share_after_beats_exemplar", s.share_after_beats_exemplar},
+          {"sweep_missing", s.sweep_missing},
           {"novelty_after", s.novelty_after},
           {"novelty_before", s.novelty_before},
           {"lift", s.lift},
@@ -637,6 +646,9 @@ std::string format_lift(const std::vector<LiftShape>& rows, const LiftSummary& s
                 100 * s.share_after_beats_sweep_2pct, 100 * s.share_after_beats_exemplar,
                 100 * s.novelty_after, 100 * s.novelty_before);
   out << line;
+  if (s.sweep_missing > 0)
+    out << "No sweep variant passed at " << s.sweep_missing << " of " << s.shapes
+        << " shapes (the evaluator log names why): those count as not beaten.\n";
   std::snprintf(line, sizeof line,
                 "Targets: lift >= +10 %%: %s (%+.1f %%); RL beats the sweep by >= 2 %% at >= 10 %% of "
                 "shapes: %s (%.0f %%, before re-verification); below 2^27 mean after >= 1.0x: %s "

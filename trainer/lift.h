@@ -101,6 +101,9 @@ struct LiftSummary {
   double share_after_ge_1 = 0, share_before_ge_1 = 0;  // shapes with a best >= 1.0x
   double share_after_beats_sweep = 0, share_after_beats_exemplar = 0;
   double share_after_beats_sweep_2pct = 0;  // after >= 1.02 x sweep
+  // Shapes where no sweep variant passed (not measured, failed or timed out there): they count
+  // in the denominators of the shares against the sweep but never as beaten.
+  int64_t sweep_missing = 0;
   double novelty_after = 0, novelty_before = 0;  // novel / passing samples
   double lift = 0;                  // mean_after / mean_before - 1
   int64_t small_shapes = 0;         // held-out shapes below 2^27

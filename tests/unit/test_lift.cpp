@@ -148,6 +148,7 @@ TEST(LiftSummary, MeansAndSharesOverTheRows) {
   EXPECT_DOUBLE_EQ(s.novelty_after, 1.0 / 6);
   EXPECT_EQ(s.small_shapes, 1);
   EXPECT_DOUBLE_EQ(s.mean_after_small, 1.1);
+  EXPECT_EQ(s.sweep_missing, 0);
   const std::string md = format_lift(rows, s);
   EXPECT_NE(md.find("lift >= +10 %: met"), std::string::npos) << md;
   EXPECT_NE(md.find("below 2^27 mean after >= 1.0x: met"), std::string::npos) << md;
@@ -155,6 +156,21 @@ TEST(LiftSummary, MeansAndSharesOverTheRows) {
   LiftShape back = lift_shape_from_json(to_json(rows[0]));
   EXPECT_EQ(back.after, 1.1);
   EXPECT_EQ(back.after_novel, 1);
+}
+
+TEST(LiftSummary, AShapeWithoutAPassingSweepVariantIsNotBeaten) {
+  // The sweep's variant failed at the second shape (sweep 0): the after policy's 0.03x there is
+  // no win over the sweep, though 0.03 > 0.
+  LiftShape a, b;
+  a.m = b.m = 64, a.n = b.n = 64, a.k = b.k = 64;
+  a.before = 0.5, a.after = 1.2, a.sweep = 1.0;
+  b.before = 0.02, b.after = 0.03, b.sweep = 0;
+  const LiftSummary s = lift_summary({a, b});
+  EXPECT_EQ(s.sweep_missing, 1);
+  EXPECT_DOUBLE_EQ(s.share_after_beats_sweep, 0.5);
+  EXPECT_DOUBLE_EQ(s.share_after_beats_sweep_2pct, 0.5);
+  const std::string md = format_lift({a, b}, s);
+  EXPECT_NE(md.find("No sweep variant passed at 1 of 2 shapes"), std::string::npos) << md;
 }
 
 TEST(RlLearning, HalvesOfTheStageFromTheMetrics) {
