@@ -1,4 +1,4 @@
-#include "cli/bench_families.h"
+#include "reward/family_sweep.h"
 
 #include <algorithm>
 #include <chrono>
@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <numeric>
 #include <set>
@@ -17,7 +18,7 @@
 #include "data/task_suite.h"
 #include "reward/evaluator.h"
 
-namespace kernelrl::cli {
+namespace kernelrl {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -137,11 +138,8 @@ std::string summary(const std::vector<std::string>& header,
   return s.str();
 }
 
-}  // namespace
-
-int run_family_sweep(const FamilySweepOptions& o) {
-  const auto start = Clock::now();
-  auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
+// The options' families, checked before anything is built.
+std::vector<std::string> sweep_families(const FamilySweepOptions& o) {
   std::vector<std::string> families;
   for (const auto& f : split(o.families, ','))
     if (!f.empty()) families.push_back(f);
@@ -149,10 +147,10 @@ int run_family_sweep(const FamilySweepOptions& o) {
   if (o.order != "spread" && o.order != "grid")
     throw UserError("--order: \"" + o.order + "\" (known: spread, grid)");
   if (o.per_family < 0) throw UserError("--per-family: must be >= 0");
-  std::vector<TaskSpec> tasks = hgemm_grid(o.grid);
-  if (!o.layout.empty())
-    for (auto& t : tasks) t = hgemm_task(t.m, t.n, t.k, o.layout, t.acc);
+  return families;
+}
 
+RewardConfig sweep_reward_config(const FamilySweepOptions& o) {
   RewardConfig cfg;
   cfg.backend = o.backend;
   cfg.timing = o.timing;
@@ -166,14 +164,13 @@ int run_family_sweep(const FamilySweepOptions& o) {
   cfg.timing_budget_ms = o.timing_budget_ms;
   cfg.compile_jobs = o.compile_jobs;
   cfg.compile_timeout_s = o.compile_timeout_s;
-  const fs::path out = o.out;
-  const fs::path store =
-      o.store.empty() ? fs::path(out).replace_extension(".sqlite") : fs::path(o.store);
-  if (out.has_parent_path()) fs::create_directories(out.parent_path());
-  Evaluator ev(cfg, store);
+  return cfg;
+}
+
+// Every family must be an HGEMM family with variants for the evaluator's backend; one whose arch
+// the device lacks is only noted (it contributes no variants).
+void check_families(const std::vector<std::string>& families, Evaluator& ev) {
   const bool gpu = ev.backend() == "gpu";
-  const std::vector<std::string> baselines =
-      gpu ? std::vector<std::string>{"lt-auto", "lt-auto-max"} : std::vector<std::string>{"torch"};
   for (const auto& f : families) {
     const FamilyInfo* info = nullptr;
     for (const auto& k : kernel_families())
@@ -187,96 +184,220 @@ int run_family_sweep(const FamilySweepOptions& o) {
       std::printf("note: %s needs %s, the device is %s: it contributes no variants\n", f.c_str(),
                   info->arch.c_str(), ev.arch().c_str());
   }
+}
 
-  std::vector<std::string> header = {
-      "M",        "N",      "K",           "layout",       "acc",    "log2_mnk",
-      "variants", "passed", "best_family", "best_variant", "best_us"};
-  for (const auto& b : baselines) header.push_back(b + "_us");
-  for (const auto& b : baselines) header.push_back("speedup_" + b);
-  for (const auto& f : families) {
-    header.push_back(f + "_us");
-    header.push_back(f + "_variant");
-  }
-  header.push_back("failures");
-  header.push_back("eval_s");
+// The CSV: its columns, and its rows by shape key (this run's and resumed ones).
+struct SweepTable {
+  std::vector<std::string> header;
   std::string header_line;
-  for (const auto& h : header) header_line += (header_line.empty() ? "" : ",") + h;
-
-  // Resume: rows already in the CSV, by shape key.
   std::map<std::string, std::string> done;  // key -> line
-  if (fs::exists(out)) {
-    std::istringstream in(read_file(out, "--out"));
-    std::string line;
-    std::getline(in, line);
-    if (line != header_line)
-      throw UserError("--out " + out.string() + ": its header is not this sweep's (other " +
-                      "families or backend?); pass another --out or remove the file");
-    while (std::getline(in, line)) {
-      auto f = split(line, ',');
-      if (f.size() != header.size())
-        throw UserError("--out " + out.string() + ": a row with " + std::to_string(f.size()) +
-                        " fields, expected " + std::to_string(header.size()));
-      done[f[0] + "," + f[1] + "," + f[2] + "," + f[3] + "," + f[4]] = line;
-    }
+};
+
+SweepTable sweep_table(const std::vector<std::string>& baselines,
+                       const std::vector<std::string>& families) {
+  SweepTable t;
+  t.header = {"M",        "N",      "K",           "layout",       "acc",    "log2_mnk",
+              "variants", "passed", "best_family", "best_variant", "best_us"};
+  for (const auto& b : baselines) t.header.push_back(b + "_us");
+  for (const auto& b : baselines) t.header.push_back("speedup_" + b);
+  for (const auto& f : families) {
+    t.header.push_back(f + "_us");
+    t.header.push_back(f + "_variant");
   }
+  t.header.push_back("failures");
+  t.header.push_back("eval_s");
+  for (const auto& h : t.header) t.header_line += (t.header_line.empty() ? "" : ",") + h;
+  return t;
+}
+
+// Resume: the rows already in the CSV, which must be this sweep's (same header).
+void read_done_rows(const fs::path& out, SweepTable* table) {
+  if (!fs::exists(out)) return;
+  std::istringstream in(read_file(out, "--out"));
+  std::string line;
+  std::getline(in, line);
+  if (line != table->header_line)
+    throw UserError("--out " + out.string() + ": its header is not this sweep's (other " +
+                    "families or backend?); pass another --out or remove the file");
+  while (std::getline(in, line)) {
+    auto f = split(line, ',');
+    if (f.size() != table->header.size())
+      throw UserError("--out " + out.string() + ": a row with " + std::to_string(f.size()) +
+                      " fields, expected " + std::to_string(table->header.size()));
+    table->done[f[0] + "," + f[1] + "," + f[2] + "," + f[3] + "," + f[4]] = line;
+  }
+}
+
+// The grid's shapes not in the table yet (indices into tasks, in visiting order); `grid_keys`
+// gets every distinct shape of the grid.
+std::vector<size_t> shapes_to_run(const std::vector<TaskSpec>& tasks, const SweepTable& table,
+                                  const std::string& order, std::set<std::string>* grid_keys) {
   std::vector<size_t> to_run;
-  std::set<std::string> grid_keys;
   for (size_t i = 0; i < tasks.size(); ++i) {
     const auto& t = tasks[i];
     const std::string key = key_of(t.m, t.n, t.k, t.layout, t.acc);
-    if (!grid_keys.insert(key).second) continue;  // a file grid may repeat a shape
-    if (!done.count(key)) to_run.push_back(i);
+    if (!grid_keys->insert(key).second) continue;  // a file grid may repeat a shape
+    if (!table.done.count(key)) to_run.push_back(i);
   }
-  if (o.order == "spread") to_run = spread_order(tasks, to_run);
+  if (order == "spread") to_run = spread_order(tasks, to_run);
+  return to_run;
+}
+
+// The report's first line: what was swept, how it was timed, where and when.
+std::string sweep_title(const FamilySweepOptions& o, const RewardConfig& cfg, Evaluator& ev) {
+  return "# Family grid sweep\n\nGrid " + o.grid + (o.layout.empty() ? "" : " (layout " + o.layout + ")") +
+         ", families " + o.families + ", up to " + std::to_string(o.per_family) +
+         " variants per family per shape (data/family_portfolio.h, " + std::to_string(o.sms) +
+         " SMs), timing " + o.timing + "/" + o.l2 + ", " + std::to_string(o.seeds) + " seeds, rounds " +
+         std::to_string(o.min_rounds) + "-" + std::to_string(cfg.max_rounds) + ", reference " +
+         cfg.baseline + "; device " + ev.device_name() + " (" + ev.arch() + "), " + utc_now() + ".";
+}
+
+// Every variant the remaining shapes will run, compiled once, in parallel, before the first shape.
+void precompile_portfolios(Evaluator& ev, const std::vector<TaskSpec>& tasks,
+                           const std::vector<size_t>& to_run, const std::vector<std::string>& families,
+                           const PortfolioOptions& popt, const std::function<double()>& elapsed) {
+  std::map<std::string, std::string> unique;  // name -> source
+  for (size_t i : to_run)
+    for (auto& v : shape_portfolio(tasks[i], families, ev.arch(), popt))
+      unique.emplace(v.name, std::move(v.source));
+  if (unique.empty()) return;
+  std::vector<std::string> sources;
+  for (auto& [name, src] : unique) sources.push_back(src);
+  const double t0 = elapsed();
+  int ok = ev.precompile(sources);
+  std::printf("[%6.1f s] compiled %d of %zu distinct variants in %.1f s\n", elapsed(), ok,
+              sources.size(), elapsed() - t0);
+  std::fflush(stdout);
+}
+
+// One shape's CSV row (without eval_s) and what its progress line reports.
+struct ShapeRow {
+  std::vector<std::string> fields;
+  std::string best_variant;  // "" when no variant passed
+  double best_us = 0, ref_us = 0;
+  int passed = 0;
+  size_t variants = 0;
+};
+
+// Evaluates the shape's portfolio; the best variant per family and overall, against the
+// baselines of the best variant's own interleaved rounds (any result's when none passed).
+ShapeRow evaluate_shape(Evaluator& ev, const TaskSpec& t, const std::vector<std::string>& families,
+                        const std::vector<std::string>& baselines, const PortfolioOptions& popt) {
+  std::vector<KernelVariant> vs = shape_portfolio(t, families, ev.arch(), popt);
+  std::vector<std::string> sources;
+  for (const auto& v : vs) sources.push_back(v.source);
+  std::vector<EvalResult> rs = sources.empty() ? std::vector<EvalResult>{} : ev.evaluate(t, sources);
+  ShapeRow row;
+  row.variants = vs.size();
+  long best = -1;
+  std::map<std::string, long> fam_best;
+  std::string failures;
+  for (size_t i = 0; i < rs.size(); ++i) {
+    if (!rs[i].passed()) {
+      failures += (failures.empty() ? "" : ";") + vs[i].name + ":" + status_name(rs[i].status);
+      continue;
+    }
+    ++row.passed;
+    if (best < 0 || rs[i].cand.median_us < rs[best].cand.median_us) best = static_cast<long>(i);
+    auto fb = fam_best.find(vs[i].family);
+    if (fb == fam_best.end() || rs[i].cand.median_us < rs[fb->second].cand.median_us)
+      fam_best[vs[i].family] = static_cast<long>(i);
+  }
+  const EvalResult* br = best >= 0 ? &rs[best] : nullptr;
+  if (!br)
+    for (const auto& r : rs)
+      if (!r.baselines.empty()) br = &r;
+  if (best >= 0) {
+    row.best_variant = vs[best].name;
+    row.best_us = rs[best].cand.median_us;
+  }
+  auto& f = row.fields;
+  f = {std::to_string(t.m),
+       std::to_string(t.n),
+       std::to_string(t.k),
+       t.layout,
+       t.acc,
+       num(std::log2(static_cast<double>(t.m) * t.n * t.k)),
+       std::to_string(vs.size()),
+       std::to_string(row.passed),
+       best >= 0 ? vs[best].family : "",
+       best >= 0 ? vs[best].name : "",
+       best >= 0 ? num(rs[best].cand.median_us) : ""};
+  std::vector<double> base_us;
+  for (const auto& b : baselines) {
+    double us = 0;
+    if (br)
+      if (auto it = br->baselines.find(b); it != br->baselines.end() && it->second.valid())
+        us = it->second.median_us;
+    base_us.push_back(us);
+    f.push_back(us > 0 ? num(us) : "");
+  }
+  row.ref_us = base_us.back();
+  for (double us : base_us) f.push_back(best >= 0 && us > 0 ? num(us / rs[best].cand.median_us) : "");
+  for (const auto& fam : families) {
+    auto fb = fam_best.find(fam);
+    f.push_back(fb != fam_best.end() ? num(rs[fb->second].cand.median_us) : "");
+    f.push_back(fb != fam_best.end() ? vs[fb->second].name : "");
+  }
+  f.push_back(failures);
+  return row;
+}
+
+}  // namespace
+
+int run_family_sweep(const FamilySweepOptions& o) {
+  const auto start = Clock::now();
+  const std::function<double()> elapsed = [&] {
+    return std::chrono::duration<double>(Clock::now() - start).count();
+  };
+  const std::vector<std::string> families = sweep_families(o);
+  std::vector<TaskSpec> tasks = hgemm_grid(o.grid);
+  if (!o.layout.empty())
+    for (auto& t : tasks) t = hgemm_task(t.m, t.n, t.k, o.layout, t.acc);
+
+  // Set-up: the evaluator, its baselines, the table (resumed from the CSV).
+  const RewardConfig cfg = sweep_reward_config(o);
+  const fs::path out = o.out;
+  const fs::path store =
+      o.store.empty() ? fs::path(out).replace_extension(".sqlite") : fs::path(o.store);
+  if (out.has_parent_path()) fs::create_directories(out.parent_path());
+  Evaluator ev(cfg, store);
+  const std::vector<std::string> baselines = ev.backend() == "gpu"
+                                                 ? std::vector<std::string>{"lt-auto", "lt-auto-max"}
+                                                 : std::vector<std::string>{"torch"};
+  check_families(families, ev);
+  SweepTable table = sweep_table(baselines, families);
+  read_done_rows(out, &table);
+  std::set<std::string> grid_keys;
+  const std::vector<size_t> to_run = shapes_to_run(tasks, table, o.order, &grid_keys);
   const size_t resumed = grid_keys.size() - to_run.size();
 
   PortfolioOptions popt;
   popt.sms = o.sms;
   popt.per_family = o.per_family;
-  const std::string title = "# Family grid sweep\n\nGrid " + o.grid +
-                            (o.layout.empty() ? "" : " (layout " + o.layout + ")") + ", families " +
-                            o.families + ", up to " + std::to_string(o.per_family) +
-                            " variants per family per shape (data/family_portfolio.h, " +
-                            std::to_string(o.sms) + " SMs), timing " + o.timing + "/" + o.l2 +
-                            ", " + std::to_string(o.seeds) + " seeds, rounds " +
-                            std::to_string(o.min_rounds) + "-" + std::to_string(cfg.max_rounds) +
-                            ", reference " + cfg.baseline + "; device " + ev.device_name() + " (" +
-                            ev.arch() + "), " + utc_now() + ".";
+  const std::string title = sweep_title(o, cfg, ev);
   std::printf("%s\n%zu shapes in the grid, %zu in %s already, %zu to run\n", title.c_str(),
               grid_keys.size(), resumed, out.string().c_str(), to_run.size());
+  precompile_portfolios(ev, tasks, to_run, families, popt, elapsed);
 
-  // Every variant the remaining shapes will run, compiled once, in parallel.
-  std::map<std::string, std::string> unique;  // name -> source
-  for (size_t i : to_run)
-    for (auto& v : shape_portfolio(tasks[i], families, ev.arch(), popt))
-      unique.emplace(v.name, std::move(v.source));
-  if (!unique.empty()) {
-    std::vector<std::string> sources;
-    for (auto& [name, src] : unique) sources.push_back(src);
-    const double t0 = elapsed();
-    int ok = ev.precompile(sources);
-    std::printf("[%6.1f s] compiled %d of %zu distinct variants in %.1f s\n", elapsed(), ok,
-                sources.size(), elapsed() - t0);
-    std::fflush(stdout);
-  }
-  unique.clear();
-
+  // The CSV in the grid's order and its summary, rewritten after every shape.
   auto write_all = [&] {
-    std::string csv = header_line + "\n";
+    std::string csv = table.header_line + "\n";
     std::vector<std::vector<std::string>> rows;
-    for (size_t i = 0; i < tasks.size(); ++i) {
-      const auto& t = tasks[i];
-      auto it = done.find(key_of(t.m, t.n, t.k, t.layout, t.acc));
-      if (it == done.end()) continue;
+    for (const auto& t : tasks) {
+      auto it = table.done.find(key_of(t.m, t.n, t.k, t.layout, t.acc));
+      if (it == table.done.end()) continue;
       csv += it->second + "\n";
       rows.push_back(split(it->second, ','));
     }
     atomic_write(out, csv);
-    std::string md = summary(header, rows, baselines, families, title, grid_keys.size());
+    std::string md = summary(table.header, rows, baselines, families, title, grid_keys.size());
     atomic_write(fs::path(out).replace_extension(".md"), md);
     return md;
   };
 
+  // The portfolio: one shape after another, within the time budget.
   size_t evaluated = 0, not_started = 0;
   for (size_t n = 0; n < to_run.size(); ++n) {
     if (o.time_budget_s > 0 && elapsed() >= o.time_budget_s) {
@@ -288,82 +409,31 @@ int run_family_sweep(const FamilySweepOptions& o) {
     }
     const TaskSpec& t = tasks[to_run[n]];
     const double t0 = elapsed();
-    std::vector<KernelVariant> vs = shape_portfolio(t, families, ev.arch(), popt);
-    std::vector<std::string> sources;
-    for (const auto& v : vs) sources.push_back(v.source);
-    std::vector<EvalResult> rs =
-        sources.empty() ? std::vector<EvalResult>{} : ev.evaluate(t, sources);
-    int passed = 0;
-    long best = -1;
-    std::map<std::string, long> fam_best;
-    std::string failures;
-    for (size_t i = 0; i < rs.size(); ++i) {
-      if (!rs[i].passed()) {
-        failures += (failures.empty() ? "" : ";") + vs[i].name + ":" + status_name(rs[i].status);
-        continue;
-      }
-      ++passed;
-      if (best < 0 || rs[i].cand.median_us < rs[best].cand.median_us) best = static_cast<long>(i);
-      auto fb = fam_best.find(vs[i].family);
-      if (fb == fam_best.end() || rs[i].cand.median_us < rs[fb->second].cand.median_us)
-        fam_best[vs[i].family] = static_cast<long>(i);
-    }
-    // Baselines from the best variant's own interleaved rounds (any result when none passed).
-    const EvalResult* br = best >= 0 ? &rs[best] : nullptr;
-    if (!br)
-      for (const auto& r : rs)
-        if (!r.baselines.empty()) br = &r;
-    std::vector<std::string> f = {std::to_string(t.m),
-                                  std::to_string(t.n),
-                                  std::to_string(t.k),
-                                  t.layout,
-                                  t.acc,
-                                  num(std::log2(static_cast<double>(t.m) * t.n * t.k)),
-                                  std::to_string(vs.size()),
-                                  std::to_string(passed),
-                                  best >= 0 ? vs[best].family : "",
-                                  best >= 0 ? vs[best].name : "",
-                                  best >= 0 ? num(rs[best].cand.median_us) : ""};
-    std::vector<double> base_us;
-    for (const auto& b : baselines) {
-      double us = 0;
-      if (br)
-        if (auto it = br->baselines.find(b); it != br->baselines.end() && it->second.valid())
-          us = it->second.median_us;
-      base_us.push_back(us);
-      f.push_back(us > 0 ? num(us) : "");
-    }
-    for (double us : base_us)
-      f.push_back(best >= 0 && us > 0 ? num(us / rs[best].cand.median_us) : "");
-    for (const auto& fam : families) {
-      auto fb = fam_best.find(fam);
-      f.push_back(fb != fam_best.end() ? num(rs[fb->second].cand.median_us) : "");
-      f.push_back(fb != fam_best.end() ? vs[fb->second].name : "");
-    }
-    f.push_back(failures);
-    f.push_back(num(elapsed() - t0));
+    ShapeRow row = evaluate_shape(ev, t, families, baselines, popt);
+    row.fields.push_back(num(elapsed() - t0));
     std::string line;
-    for (const auto& x : f) line += (line.empty() ? "" : ",") + x;
-    done[key_of(t.m, t.n, t.k, t.layout, t.acc)] = line;
+    for (const auto& x : row.fields) line += (line.empty() ? "" : ",") + x;
+    table.done[key_of(t.m, t.n, t.k, t.layout, t.acc)] = line;
     ++evaluated;
     write_all();
+    const bool any = !row.best_variant.empty();
     std::printf("[%6.1f s] %zu/%zu %s: %s %s us, x%s %s (%d/%zu passed, %.1f s)\n", elapsed(),
-                n + 1, to_run.size(), t.name.c_str(), best >= 0 ? vs[best].name.c_str() : "none",
-                best >= 0 ? num(rs[best].cand.median_us).c_str() : "-",
-                best >= 0 && base_us.back() > 0
-                    ? num(base_us.back() / rs[best].cand.median_us).c_str()
-                    : "-",
-                baselines.back().c_str(), passed, vs.size(), elapsed() - t0);
+                n + 1, to_run.size(), t.name.c_str(), any ? row.best_variant.c_str() : "none",
+                any ? num(row.best_us).c_str() : "-",
+                any && row.ref_us > 0 ? num(row.ref_us / row.best_us).c_str() : "-",
+                baselines.back().c_str(), row.passed, row.variants, elapsed() - t0);
     std::fflush(stdout);
   }
+
+  // The report.
   std::string md = write_all();
   std::printf(
       "\n%s\n%zu shapes evaluated in this run, %zu resumed from %s, %zu not started -> "
       "%s\n",
       md.c_str(), evaluated, resumed, out.string().c_str(), not_started, out.string().c_str());
   int any = 0;
-  for (const auto& [k, line] : done) any += split(line, ',')[7] != "0";
-  return any > 0 || done.empty() ? 0 : 1;
+  for (const auto& [k, line] : table.done) any += split(line, ',')[7] != "0";
+  return any > 0 || table.done.empty() ? 0 : 1;
 }
 
-}  // namespace kernelrl::cli
+}  // namespace kernelrl
