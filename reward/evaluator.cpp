@@ -600,13 +600,14 @@ MergedBaselines Evaluator::Impl::merge_baselines(const TaskSpec& task, BaselineP
                          ? mine.median_us / clean->second.median_us - 1
                          : 0;
       if (std::abs(drift) > cfg.baseline_drift) {
+        const double stored_us = clean->second.median_us;  // `clean` sees the re-measured row next
         measure_baselines(task, plan.key, plan.ref_raw, plan.cached);
         for (const auto& [name, row] : plan.cached) table_stats[name] = row.stats;
         const TimingStats& now = table_stats[rb];
         const double agree = now.valid() ? mine.median_us / now.median_us - 1 : 1;
         out[i].metrics["baseline_check"] = {{"baseline", rb},
                                             {"interleaved_us", mine.median_us},
-                                            {"stored_us", clean->second.median_us},
+                                            {"stored_us", stored_us},
                                             {"remeasured_us", now.median_us}};
         if (std::abs(agree) > cfg.baseline_drift) {
           KRL_LOG(warn) << "evaluator: " << rb << " at " << task.name << " timed beside a candidate ("
