@@ -3,7 +3,7 @@
 // per shape (speedup per baseline, like the paper's tables) plus a summary (mean, median, wins).
 // Resumable: a shape whose kernel (same content hash) is already in the store is not re-run.
 // File naming, resume and evaluation are reward/kernel_dir.h's (shared with `catalog build`).
-// With --families instead of --kernels: the family grid sweep (cli/bench_families.h).
+// With --families instead of --kernels: the family grid sweep (reward/family_sweep.h).
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
@@ -11,13 +11,13 @@
 #include <numeric>
 #include <sstream>
 
-#include "cli/bench_families.h"
 #include "cli/commands.h"
 #include "common/error.h"
 #include "common/fs.h"
 #include "common/progress.h"
 #include "data/task_suite.h"
 #include "reward/evaluator.h"
+#include "reward/family_sweep.h"
 #include "reward/kernel_dir.h"
 
 namespace kernelrl::cli {

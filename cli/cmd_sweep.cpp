@@ -2,9 +2,11 @@
 #include <unistd.h>
 
 #include <climits>
+#include <cstdio>
 
 #include "cli/commands.h"
 #include "common/fs.h"
+#include "model/device.h"
 #include "trainer/sweep.h"
 
 namespace kernelrl::cli {
@@ -22,7 +24,9 @@ void register_sweep(CLI::App& app) {
   sub->add_flag("--resume", o->resume, "resume points whose run directories exist");
   sub->callback([o] {
     fs::path base;
-    SweepConfig sweep = load_sweep(o->config, o->overrides, &base);
+    std::string note;
+    SweepConfig sweep = load_sweep(o->config, o->overrides, /*gpu_visible=*/cuda_device_count() > 0, &base, &note);
+    if (!note.empty()) std::fprintf(stderr, "%s\n", note.c_str());
     char self[PATH_MAX] = {0};
     ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
     std::string bin = n > 0 ? std::string(self, n) : "kernelrl";

@@ -86,6 +86,30 @@ std::vector<std::string> split_csv_line(const std::string& line) {
   return out;
 }
 
+// What plan_baselines decided for one evaluate() call: the reference, which raw baselines are
+// timed beside each candidate, and the shape's clean rows.
+struct BaselinePlan {
+  std::string reference;                      // the reward's reference baseline (a report name)
+  std::vector<std::string> ref_raw;           // the raw baselines behind it
+  std::vector<std::string> report;            // the report names this task kind shows
+  BaselineKey key;                            // where the shape's rows are stored
+  std::string key_id;                         // layout/MxNxK: refresh and re-check bookkeeping
+  std::map<std::string, BaselineRow> cached;  // the shape's clean rows (baselines-only requests)
+  bool ref_stored = false;                    // the reference may be taken from the store
+  std::vector<std::string> beside;            // raw baselines timed beside each candidate
+  nlohmann::json lt_algo = nlohmann::json::object();  // known cuBLASLt autotune picks
+};
+
+// One candidate's raw baselines as timed beside it, interleaved (the worker's JSON).
+using InterleavedTimes = std::map<std::string, nlohmann::json>;
+
+// What merge_baselines decided: the shape's clean table and, per candidate, the reference
+// times it is scored against.
+struct MergedBaselines {
+  std::map<std::string, TimingStats> table;
+  std::vector<std::map<std::string, TimingStats>> believed;
+};
+
 }  // namespace
 
 struct Evaluator::Impl {
@@ -261,6 +285,23 @@ struct Evaluator::Impl {
       for (auto it = res["baselines"].begin(); it != res["baselines"].end(); ++it)
         raw_seen[it.key()] = it.value();
   }
+
+  // The phases of Evaluator::evaluate, in order (each below, with its rules).
+  std::vector<size_t> screen(const TaskSpec& task, const TaskKindRules& rules,
+                             const std::vector<std::string>& sources, std::vector<EvalResult>& out);
+  BaselinePlan plan_baselines(const TaskSpec& task, const TaskKindRules& rules, bool any_screened);
+  std::vector<InterleavedTimes> compile_and_run(const TaskSpec& task, const BaselinePlan& plan,
+                                                const std::vector<std::string>& sources,
+                                                const std::vector<size_t>& screened,
+                                                std::vector<EvalResult>& out);
+  void run_candidate(size_t w, const TaskSpec& task, const BaselinePlan& plan, const fs::path& so,
+                     EvalResult& r, InterleavedTimes& interleaved);
+  MergedBaselines merge_baselines(const TaskSpec& task, BaselinePlan& plan,
+                                  const std::vector<InterleavedTimes>& interleaved,
+                                  std::vector<EvalResult>& out);
+  void score(const TaskSpec& task, const TaskKindRules& rules, const BaselinePlan& plan,
+             const MergedBaselines& merged, const std::vector<std::string>& sources,
+             const std::string& settings, Clock::time_point t0, std::vector<EvalResult>& out);
 };
 
 Evaluator::Evaluator(const RewardConfig& cfg, const fs::path& store_path, int first_device)
@@ -353,20 +394,29 @@ std::vector<EvalResult> Evaluator::evaluate_batch(const std::vector<EvalItem>& i
 std::vector<EvalResult> Evaluator::evaluate(const TaskSpec& task, const std::vector<std::string>& sources) {
   Impl& im = *impl_;
   im.ensure_ready();
-  const RewardConfig& cfg = im.cfg;
   const TaskKindRules& rules = task_kind_rules(task);
-  const bool gpu = im.backend == "gpu";
   const std::string settings = settings_fingerprint();
   std::vector<EvalResult> out(sources.size());
-  std::vector<Clock::time_point> t0(sources.size(), Clock::now());
+  const Clock::time_point t0 = Clock::now();
 
-  // 1. Static screen.
+  const std::vector<size_t> screened = im.screen(task, rules, sources, out);
+  BaselinePlan plan = im.plan_baselines(task, rules, /*any_screened=*/!screened.empty());
+  const std::vector<InterleavedTimes> interleaved = im.compile_and_run(task, plan, sources, screened, out);
+  const MergedBaselines merged = im.merge_baselines(task, plan, interleaved, out);
+  im.score(task, rules, plan, merged, sources, settings, t0, out);
+  return out;
+}
+
+// 1. Static screen: the indices of the sources that passed it; the others' results say why.
+std::vector<size_t> Evaluator::Impl::screen(const TaskSpec& task, const TaskKindRules& rules,
+                                            const std::vector<std::string>& sources,
+                                            std::vector<EvalResult>& out) {
   std::vector<size_t> screened;
   for (size_t i = 0; i < sources.size(); ++i) {
     EvalResult& r = out[i];
     r.task = task.name;
     r.shape = task_shape(task);
-    r.hash = im.pool->hash_of(sources[i]);
+    r.hash = pool->hash_of(sources[i]);
     auto s = screen_source(sources[i], rules.forbids_delegation());
     if (!s.ok) {
       r.status = EvalStatus::screen_rejected;
@@ -376,61 +426,73 @@ std::vector<EvalResult> Evaluator::evaluate(const TaskSpec& task, const std::vec
       screened.push_back(i);
     }
   }
-  std::vector<std::string> to_compile;
-  for (size_t i : screened) to_compile.push_back(sources[i]);
+  return screened;
+}
 
-  // 2. Baselines (docs/sandbox.md). The store holds only clean measurements: the baselines
-  //    timed alone, by a request that runs no candidate. A shape's missing rows (all of them with
-  //    reward.refresh_baselines) are measured that way first. The reference is also timed beside
-  //    each candidate, interleaved in the same rounds (unless reward.baseline_recheck_every > 0
-  //    says to take it from the store and re-time it beside a candidate every N-th evaluation of
-  //    the shape); an interleaved time is believed only within reward.baseline_drift of the
-  //    clean one (step 4).
-  const std::string reference = rules.reference(cfg, gpu);
-  const std::vector<std::string> ref_raw = rules.raw(reference, task, gpu);
+// 2. Baselines (docs/sandbox.md). The store holds only clean measurements: the baselines timed
+//    alone, by a request that runs no candidate. A shape's missing rows (all of them with
+//    reward.refresh_baselines) are measured that way first, when any candidate passed the
+//    screen. The reference is also timed beside each candidate, interleaved in the same rounds
+//    (unless reward.baseline_recheck_every > 0 says to take it from the store and re-time it
+//    beside a candidate every N-th evaluation of the shape); an interleaved time is believed
+//    only within reward.baseline_drift of the clean one (merge_baselines).
+BaselinePlan Evaluator::Impl::plan_baselines(const TaskSpec& task, const TaskKindRules& rules,
+                                             bool any_screened) {
+  const bool gpu = backend == "gpu";
+  BaselinePlan p;
+  p.reference = rules.reference(cfg, gpu);
+  p.ref_raw = rules.raw(p.reference, task, gpu);
   std::vector<std::string> wanted;
   for (const auto& b : cfg.baselines) {
     if (b == "all") wanted = report_baseline_names();
     else wanted.push_back(b);
   }
-  const auto report = rules.report_names(gpu);
-  std::vector<std::string> all_raw = ref_raw;
+  p.report = rules.report_names(gpu);
+  std::vector<std::string> all_raw = p.ref_raw;
   for (const auto& b : wanted)
-    if (std::find(report.begin(), report.end(), b) != report.end())
+    if (std::find(p.report.begin(), p.report.end(), b) != p.report.end())
       for (const auto& rb : rules.raw(b, task, gpu))
         if (std::find(all_raw.begin(), all_raw.end(), rb) == all_raw.end()) all_raw.push_back(rb);
-  BaselineKey key = rules.key(task, im.device, im.driver, im.timing_key());
-  const std::string key_id = key.layout + "/" + std::to_string(key.m) + "x" + std::to_string(key.n) +
-                             "x" + std::to_string(key.k);
-  std::map<std::string, BaselineRow> cached = im.store->baselines(key);
+  p.key = rules.key(task, device, driver, timing_key());
+  p.key_id = p.key.layout + "/" + std::to_string(p.key.m) + "x" + std::to_string(p.key.n) + "x" +
+             std::to_string(p.key.k);
+  p.cached = store->baselines(p.key);
   {
     std::vector<std::string> missing;
     for (const auto& rb : all_raw)
-      if (cfg.refresh_baselines || !cached.count(rb) || !cached[rb].stats.valid()) missing.push_back(rb);
-    if (!missing.empty() && !screened.empty()) {
+      if (cfg.refresh_baselines || !p.cached.count(rb) || !p.cached[rb].stats.valid()) missing.push_back(rb);
+    if (!missing.empty() && any_screened) {
       // refresh_baselines re-measures every row once per Evaluator and shape, not per batch.
-      if (cfg.refresh_baselines && !im.refreshed.insert(key_id).second) missing.clear();
-      if (!missing.empty()) im.measure_baselines(task, key, all_raw, cached);
+      if (cfg.refresh_baselines && !refreshed.insert(p.key_id).second) missing.clear();
+      if (!missing.empty()) measure_baselines(task, p.key, all_raw, p.cached);
     }
   }
-  bool ref_stored = cfg.baseline_recheck_every > 0;
-  for (const auto& rb : ref_raw) ref_stored = ref_stored && cached.count(rb) && cached[rb].stats.valid();
+  p.ref_stored = cfg.baseline_recheck_every > 0;
+  for (const auto& rb : p.ref_raw) p.ref_stored = p.ref_stored && p.cached.count(rb) && p.cached[rb].stats.valid();
   bool recheck = false;
-  if (ref_stored) {
-    int64_t& n = im.evals_since_check[key_id];
+  if (p.ref_stored) {
+    int64_t& n = evals_since_check[p.key_id];
     recheck = ++n >= cfg.baseline_recheck_every;
     if (recheck) n = 0;
   }
-  std::vector<std::string> beside = ref_stored && !recheck ? std::vector<std::string>{} : ref_raw;
-  nlohmann::json lt_algo = nlohmann::json::object();
+  p.beside = p.ref_stored && !recheck ? std::vector<std::string>{} : p.ref_raw;
   for (const std::string lay : {"nn", "tn"}) {
-    auto it = cached.find("lt-auto-" + lay);
-    if (it != cached.end() && it->second.algo >= 0) lt_algo[lay] = it->second.algo;
+    auto it = p.cached.find("lt-auto-" + lay);
+    if (it != p.cached.end() && it->second.algo >= 0) p.lt_algo[lay] = it->second.algo;
   }
+  return p;
+}
 
-  // 3. Compile in the pool while the workers (one thread each) take compiled candidates from
-  //    a queue; a worker's timing stops the pool's compilers (quiet windows).
-  std::vector<std::map<std::string, nlohmann::json>> raw(sources.size());
+// 3. Compile in the pool while the workers (one thread each) take compiled candidates from a
+//    queue; a worker's timing stops the pool's compilers (quiet windows). Returns each
+//    candidate's baselines as timed beside it.
+std::vector<InterleavedTimes> Evaluator::Impl::compile_and_run(const TaskSpec& task, const BaselinePlan& plan,
+                                                               const std::vector<std::string>& sources,
+                                                               const std::vector<size_t>& screened,
+                                                               std::vector<EvalResult>& out) {
+  std::vector<std::string> to_compile;
+  for (size_t i : screened) to_compile.push_back(sources[i]);
+  std::vector<InterleavedTimes> interleaved(sources.size());
   std::mutex qmu;
   std::condition_variable qcv;
   std::deque<std::pair<size_t, fs::path>> queue;
@@ -462,64 +524,75 @@ std::vector<EvalResult> Evaluator::evaluate(const TaskSpec& task, const std::vec
         std::tie(i, so) = queue.front();
         queue.pop_front();
       }
-      auto started = Clock::now();
-      nlohmann::json req = im.request("eval", task, beside, lt_algo);
-      req["so"] = so.string();
-      nlohmann::json res;
-      try {
-        res = im.workers[w]->evaluate(req);
-      } catch (const std::exception& e) {
-        res = {{"status", "internal_error"}, {"check", "worker"}, {"reason", e.what()}};
-      }
-      EvalResult& r = out[i];
-      im.absorb(r, res, raw[i]);
-      r.metrics["seed_base"] = req["seed_base"];
-      r.metrics["worker_s"] = std::chrono::duration<double>(Clock::now() - started).count();
-      if (r.passed() && gpu && (cfg.ncu || cfg.sanitizer)) {
-        auto extra = im.profile(so, task, im.first_device + static_cast<int>(w));
-        for (auto it = extra.begin(); it != extra.end(); ++it) r.metrics[it.key()] = it.value();
-        if (extra.contains("sanitizer") && !extra["sanitizer"]["ok"].get<bool>()) {
-          r.status = EvalStatus::wrong_answer;
-          r.check = "sanitizer_memcheck";
-          r.reason = "compute-sanitizer memcheck reported errors (see metrics.sanitizer.log)";
-        }
-      }
+      run_candidate(w, task, plan, so, out[i], interleaved[i]);
     }
   };
-  std::vector<std::thread> threads;
-  for (size_t w = 0; w < im.workers.size() && w < std::max<size_t>(1, to_compile.size()); ++w)
-    threads.emplace_back(work, w);
-  try {
-    im.pool->compile_all(to_compile, on_compiled);
-  } catch (...) {
+  auto stop_workers = [&](std::vector<std::thread>& threads) {
     {
       std::lock_guard<std::mutex> lock(qmu);
       compiling = false;
     }
     qcv.notify_all();
     for (auto& t : threads) t.join();
+  };
+  std::vector<std::thread> threads;
+  for (size_t w = 0; w < workers.size() && w < std::max<size_t>(1, to_compile.size()); ++w)
+    threads.emplace_back(work, w);
+  try {
+    pool->compile_all(to_compile, on_compiled);
+  } catch (...) {
+    stop_workers(threads);
     throw;
   }
-  {
-    std::lock_guard<std::mutex> lock(qmu);
-    compiling = false;
-  }
-  qcv.notify_all();
-  for (auto& t : threads) t.join();
+  stop_workers(threads);
+  return interleaved;
+}
 
-  // 4. The reference each candidate is scored against. Its interleaved time (the ratio of times
-  //    measured in the same rounds cancels the device's drift) is believed when it lies within
-  //    reward.baseline_drift of the clean stored one. Otherwise the reference is re-measured
-  //    alone, now: if the clean time agrees with the interleaved one the device drifted (the
-  //    stored row is replaced); if not, the candidate is scored against the clean time.
-  std::map<std::string, TimingStats> table_stats;
-  for (const auto& [name, row] : cached) table_stats[name] = row.stats;
-  std::vector<std::map<std::string, TimingStats>> believed(sources.size());
-  for (size_t i = 0; i < sources.size(); ++i) {
+// One compiled candidate on worker `w`: checked and timed beside plan.beside, then profiled
+// (ncu, compute-sanitizer) when it passed and the settings ask for it.
+void Evaluator::Impl::run_candidate(size_t w, const TaskSpec& task, const BaselinePlan& plan,
+                                    const fs::path& so, EvalResult& r, InterleavedTimes& interleaved) {
+  const bool gpu = backend == "gpu";
+  auto started = Clock::now();
+  nlohmann::json req = request("eval", task, plan.beside, plan.lt_algo);
+  req["so"] = so.string();
+  nlohmann::json res;
+  try {
+    res = workers[w]->evaluate(req);
+  } catch (const std::exception& e) {
+    res = {{"status", "internal_error"}, {"check", "worker"}, {"reason", e.what()}};
+  }
+  absorb(r, res, interleaved);
+  r.metrics["seed_base"] = req["seed_base"];
+  r.metrics["worker_s"] = std::chrono::duration<double>(Clock::now() - started).count();
+  if (r.passed() && gpu && (cfg.ncu || cfg.sanitizer)) {
+    auto extra = profile(so, task, first_device + static_cast<int>(w));
+    for (auto it = extra.begin(); it != extra.end(); ++it) r.metrics[it.key()] = it.value();
+    if (extra.contains("sanitizer") && !extra["sanitizer"]["ok"].get<bool>()) {
+      r.status = EvalStatus::wrong_answer;
+      r.check = "sanitizer_memcheck";
+      r.reason = "compute-sanitizer memcheck reported errors (see metrics.sanitizer.log)";
+    }
+  }
+}
+
+// 4. The reference each candidate is scored against. Its interleaved time (the ratio of times
+//    measured in the same rounds cancels the device's drift) is believed when it lies within
+//    reward.baseline_drift of the clean stored one. Otherwise the reference is re-measured
+//    alone, now: if the clean time agrees with the interleaved one the device drifted (the
+//    stored row is replaced); if not, the candidate is scored against the clean time.
+MergedBaselines Evaluator::Impl::merge_baselines(const TaskSpec& task, BaselinePlan& plan,
+                                                 const std::vector<InterleavedTimes>& interleaved,
+                                                 std::vector<EvalResult>& out) {
+  MergedBaselines m;
+  std::map<std::string, TimingStats>& table_stats = m.table;
+  for (const auto& [name, row] : plan.cached) table_stats[name] = row.stats;
+  m.believed.resize(out.size());
+  for (size_t i = 0; i < out.size(); ++i) {
     if (!out[i].passed()) continue;
-    for (const auto& rb : ref_raw) {
-      auto it = raw[i].find(rb);
-      if (it == raw[i].end()) continue;
+    for (const auto& rb : plan.ref_raw) {
+      auto it = interleaved[i].find(rb);
+      if (it == interleaved[i].end()) continue;
       TimingStats mine = timing_from_json(it->second);
       if (!mine.valid()) continue;
       auto clean = table_stats.find(rb);
@@ -527,13 +600,14 @@ std::vector<EvalResult> Evaluator::evaluate(const TaskSpec& task, const std::vec
                          ? mine.median_us / clean->second.median_us - 1
                          : 0;
       if (std::abs(drift) > cfg.baseline_drift) {
-        im.measure_baselines(task, key, ref_raw, cached);
-        for (const auto& [name, row] : cached) table_stats[name] = row.stats;
+        const double stored_us = clean->second.median_us;  // `clean` sees the re-measured row next
+        measure_baselines(task, plan.key, plan.ref_raw, plan.cached);
+        for (const auto& [name, row] : plan.cached) table_stats[name] = row.stats;
         const TimingStats& now = table_stats[rb];
         const double agree = now.valid() ? mine.median_us / now.median_us - 1 : 1;
         out[i].metrics["baseline_check"] = {{"baseline", rb},
                                             {"interleaved_us", mine.median_us},
-                                            {"stored_us", clean->second.median_us},
+                                            {"stored_us", stored_us},
                                             {"remeasured_us", now.median_us}};
         if (std::abs(agree) > cfg.baseline_drift) {
           KRL_LOG(warn) << "evaluator: " << rb << " at " << task.name << " timed beside a candidate ("
@@ -542,36 +616,46 @@ std::vector<EvalResult> Evaluator::evaluate(const TaskSpec& task, const std::vec
           mine = now;
         }
       }
-      believed[i][rb] = mine;
+      m.believed[i][rb] = mine;
     }
   }
+  return m;
+}
 
-  // 5. Reward and store.
+// 5. Reward and store: every candidate's baselines (its believed reference first, the shape's
+//    clean table for the rest), its reward (failed_reward unless it passed and the reference was
+//    timed), one row in the results store.
+void Evaluator::Impl::score(const TaskSpec& task, const TaskKindRules& rules, const BaselinePlan& plan,
+                            const MergedBaselines& merged, const std::vector<std::string>& sources,
+                            const std::string& settings, Clock::time_point t0, std::vector<EvalResult>& out) {
+  const bool gpu = backend == "gpu";
+  const std::map<std::string, TimingStats>& table_stats = merged.table;
   for (size_t i = 0; i < sources.size(); ++i) {
     EvalResult& r = out[i];
-    // This candidate's believed reference first, the shape's clean table for the rest.
     std::map<std::string, TimingStats> mine = table_stats;
-    for (const auto& [name, t] : believed[i]) mine[name] = t;
-    for (const auto& name : report) {
+    for (const auto& [name, t] : merged.believed[i]) mine[name] = t;
+    for (const auto& name : plan.report) {
       TimingStats st;
       if (pick(mine, rules.raw(name, task, gpu), st)) r.baselines[name] = st;
     }
-    r.reference = reference;
+    r.reference = plan.reference;
     if (r.passed()) {
       TimingStats ref_stats;
-      const std::map<std::string, TimingStats>& own = believed[i];
-      bool have_ref = pick(own, ref_raw, ref_stats) || (ref_stored && pick(table_stats, ref_raw, ref_stats));
+      const std::map<std::string, TimingStats>& own = merged.believed[i];
+      bool have_ref = pick(own, plan.ref_raw, ref_stats) ||
+                      (plan.ref_stored && pick(table_stats, plan.ref_raw, ref_stats));
       if (!have_ref || !r.cand.valid()) {
         r.status = EvalStatus::internal_error;
         r.check = "no_reference_timing";
-        r.reason = "the reference baseline " + reference + " was not timed";
+        r.reason = "the reference baseline " + plan.reference + " was not timed";
       } else {
         r.t_ref_us = ref_stats.median_us;
         r.speedup = r.t_ref_us / r.cand.median_us;
         r.reward = compute_reward(cfg, {{r.t_ref_us, r.cand.median_us, r.max_abs_dev}}, sources[i],
                                   &r.reward_reason);
-        r.reward_reason += " [t_ref: " + reference + (rules.forbids_delegation() && !gpu ? " (host backend)" : "") +
-                           ", " + cfg.timing + " time" + (own.count(ref_raw[0]) ? "" : ", stored") + "]";
+        r.reward_reason += " [t_ref: " + plan.reference +
+                           (rules.forbids_delegation() && !gpu ? " (host backend)" : "") + ", " + cfg.timing +
+                           " time" + (own.count(plan.ref_raw[0]) ? "" : ", stored") + "]";
       }
     }
     if (!r.passed()) {
@@ -579,16 +663,15 @@ std::vector<EvalResult> Evaluator::evaluate(const TaskSpec& task, const std::vec
       r.reward_reason = std::string("failed_reward ") + std::to_string(cfg.failed_reward) + ": " +
                         status_name(r.status) + (r.check.empty() ? "" : " (" + r.check + ")");
     }
-    r.metrics["backend"] = im.backend;
+    r.metrics["backend"] = backend;
     r.metrics["settings"] = settings;
-    r.eval_s = std::chrono::duration<double>(Clock::now() - t0[i]).count();
+    r.eval_s = std::chrono::duration<double>(Clock::now() - t0).count();
     try {
-      im.store->add_result(r, sources[i], im.backend, im.device, im.timing_key(), settings);
+      store->add_result(r, sources[i], backend, device, timing_key(), settings);
     } catch (const std::exception& e) {
       KRL_LOG(warn) << "results store: " << e.what();
     }
   }
-  return out;
 }
 
 }  // namespace kernelrl

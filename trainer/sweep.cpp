@@ -37,13 +37,28 @@ std::string dir_name(size_t index, const SweepPoint& p) {
 
 }  // namespace
 
-SweepConfig load_sweep(const fs::path& path, const std::vector<std::string>& overrides,
-                       fs::path* base_path) {
+fs::path sweep_base(SweepConfig& sweep, const fs::path& sweep_file, bool gpu_visible,
+                    std::string* note) {
+  note->clear();
+  const bool on_cpu = !gpu_visible && !sweep.cpu_base.empty();
+  const std::string& name = on_cpu ? sweep.cpu_base : sweep.base;
+  const char* key = on_cpu ? "cpu_base" : "base";
+  if (name.empty()) throw ConfigError("base: the sweep needs a job YAML");
+  const fs::path base = fs::path(name).is_absolute() ? fs::path(name) : sweep_file.parent_path() / name;
+  if (!fs::exists(base)) throw ConfigError(std::string(key) + ": '" + base.string() + "' not found");
+  if (on_cpu) {
+    *note = "sweep: no GPU visible; running the points of " + base.string() + " (cpu_base) instead of " +
+            sweep.base + ", one at a time";
+    sweep.parallel = "sequential";
+  }
+  return base;
+}
+
+SweepConfig load_sweep(const fs::path& path, const std::vector<std::string>& overrides, bool gpu_visible,
+                       fs::path* base_path, std::string* note) {
   SweepConfig s;
   cfg::load(path, overrides, s);
-  if (s.base.empty()) throw ConfigError("base: the sweep needs a job YAML");
-  *base_path = fs::path(s.base).is_absolute() ? fs::path(s.base) : path.parent_path() / s.base;
-  if (!fs::exists(*base_path)) throw ConfigError("base: '" + base_path->string() + "' not found");
+  *base_path = sweep_base(s, path, gpu_visible, note);
   if (!s.grid.IsDefined() || !s.grid.IsMap() || s.grid.size() == 0)
     throw ConfigError("grid: expected a mapping of key.path to a list of values");
   for (const auto& kv : s.grid) {

@@ -119,6 +119,21 @@ nlohmann::json stats_json(const ContenderTimes& t, const std::string& mode, cons
   return to_json(s);
 }
 
+// The check trials' tally: checked calls made and the largest deviation from the reference.
+struct CheckTrials {
+  int trials = 0;
+  double max_dev = 0;
+};
+
+// What the timing phase runs: the baselines timed beside the candidate, the input sets it
+// rotates over, and the candidate's call on each set (its arguments and buffers).
+struct TimedCalls {
+  std::vector<std::string> names;
+  std::vector<Operands> sets;
+  std::vector<kernelrl_args> args;
+  std::vector<CallBuffers> bufs;
+};
+
 }  // namespace
 
 struct Harness::Impl {
@@ -417,6 +432,11 @@ struct Harness::Impl {
   }
 
   // ------------------------------------------------------------------------ the protocol
+  // One evaluation in four phases: check trials (eager, checked calls), input sets (every call
+  // the timing will make, captured; the runner ends), time (the candidate interleaved with the
+  // baselines), post-checks (call boundaries, wall clock, stale results: untimed). The order is
+  // the protocol's: nothing of the candidate runs while it is timed, and no verification sits
+  // inside the measured time.
   nlohmann::json run(const TaskSpec& task, const std::string& so, const Opts& o, const Tick& tick) {
     auto probe = [&](const std::string& where) { diag_probe(be, where); };
     probe("start");
@@ -434,87 +454,113 @@ struct Harness::Impl {
     tick("loaded");
     probe("kind made");
     nlohmann::json metrics = nlohmann::json::object();
-    double max_dev = 0;
-    // Warm-up call (ungated): with lazy module loading the first launch loads the candidate's
-    // kernels, which must not happen while the gate holds the legacy stream.
-    {
-      auto ins = kind->draw(Draw::normal, nullptr);
-      std::vector<Guarded> gin, gout = new_outputs(*kind);
-      for (auto& x : ins) gin.push_back(guarded_copy(x));
-      be.sync_device();
-      invoke(cand, make_args(ptrs(gin), ptrs(gout), kind->dims(ins)), buffers_of(gin, gout));
-      be.wait_stream(o.call_timeout_s);
-      be.sync_device();
-    }
+
+    warm_up_call(cand, *kind, o);
     tick("warm-up done");
     probe("warm-up call");
-    int trials = 0;
+    const CheckTrials checks = check_trials(cand, *kind, o, tick);
+    metrics["check_trials"] = checks.trials;
+    probe("checks");
+
+    TimedCalls calls = input_sets(cand, *kind, o, metrics);
+    metrics["runner_start_s"] = runner_s;  // a fresh runner's start and the candidate's load
+    probe("timing sets");
+
+    tick("quiet:begin");  // the evaluator holds compile jobs while this worker times and verifies
+    struct QuietEnd {
+      const Tick& t;
+      ~QuietEnd() { t("quiet:end"); }
+    } quiet_end{tick};
+    const TimingOutcome timed = time_calls(cand, *kind, calls, o, tick, metrics);
+    probe("timed");
+
+    const double post_dev = post_checks(cand, *kind, calls, o, timed, metrics);
+    probe("post-timing check");
+    if (auto p = take_probes(); !p.empty()) metrics["probes"] = p;
+    return passed_result(*kind, o, checks.trials, std::max(checks.max_dev, post_dev), timed, metrics);
+  }
+
+  // Warm-up call (ungated): with lazy module loading the first launch loads the candidate's
+  // kernels, which must not happen while the gate holds the legacy stream.
+  void warm_up_call(Candidate& cand, TaskKind& kind, const Opts& o) {
+    auto ins = kind.draw(Draw::normal, nullptr);
+    std::vector<Guarded> gin, gout = new_outputs(kind);
+    for (auto& x : ins) gin.push_back(guarded_copy(x));
+    be.sync_device();
+    invoke(cand, make_args(ptrs(gin), ptrs(gout), kind.dims(ins)), buffers_of(gin, gout));
+    be.wait_stream(o.call_timeout_s);
+    be.sync_device();
+  }
+
+  // 1. Check trials: per seed three checked calls (checked_call), each against the reference:
+  //    fresh buffers, the same buffers with new values, new buffers with 5% of the values redrawn.
+  CheckTrials check_trials(Candidate& cand, TaskKind& kind, const Opts& o, const Tick& tick) {
+    CheckTrials c;
     for (int s = 0; s < o.seeds; ++s) {
       at::manual_seed(o.seed_base + 1000003ull * (s + 1));
       const std::string tag = "seed " + std::to_string(s) + " ";
       // (1) fresh buffers at new addresses: binary (exact sums) where the kind has it.
-      Draw first = kind->first_draw();
-      auto v1 = kind->draw(first, nullptr);
-      std::vector<Guarded> in1, out1 = new_outputs(*kind);
+      Draw first = kind.first_draw();
+      auto v1 = kind.draw(first, nullptr);
+      std::vector<Guarded> in1, out1 = new_outputs(kind);
       for (auto& x : v1) in1.push_back(guarded_copy(x));
-      auto r1 = checked_call(cand, in1, out1, kind->dims(v1), o.call_timeout_s);
-      ++trials;
+      auto r1 = checked_call(cand, in1, out1, kind.dims(v1), o.call_timeout_s);
+      ++c.trials;
       check_written(r1, tag + "first");
-      auto ref1 = kind->reference(v1);
-      max_dev = std::max(max_dev, kind->check(r1, ref1, v1, first, tag + "first"));
+      auto ref1 = kind.reference(v1);
+      c.max_dev = std::max(c.max_dev, kind.check(r1, ref1, v1, first, tag + "first"));
       // (2) same buffers, new normal values: a result cached by pointer is stale here.
-      auto v2 = kind->draw(Draw::normal, nullptr);
+      auto v2 = kind.draw(Draw::normal, nullptr);
       for (size_t i = 0; i < v2.size(); ++i) in1[i].view.copy_(v2[i]);
-      auto r2 = checked_call(cand, in1, out1, kind->dims(v2), o.call_timeout_s);
-      ++trials;
+      auto r2 = checked_call(cand, in1, out1, kind.dims(v2), o.call_timeout_s);
+      ++c.trials;
       if (any_stale(r2, r1))
         fail("cached_by_pointer",
              "same buffers with new values returned the previous call's result (or nothing): "
              "results are cached by pointer");
       check_written(r2, tag + "normal");
-      auto ref2 = kind->reference(v2);
-      max_dev = std::max(max_dev, kind->check(r2, ref2, v2, Draw::normal, tag + "normal"));
+      auto ref2 = kind.reference(v2);
+      c.max_dev = std::max(c.max_dev, kind.check(r2, ref2, v2, Draw::normal, tag + "normal"));
       // (3) new buffers, the same values with 5% redrawn (leading row/column kept): a result
       //     cached by a fingerprint of the values is stale here.
-      auto v3 = kind->draw(Draw::perturbed, &v2);
-      std::vector<Guarded> in3, out3 = new_outputs(*kind);
+      auto v3 = kind.draw(Draw::perturbed, &v2);
+      std::vector<Guarded> in3, out3 = new_outputs(kind);
       for (auto& x : v3) in3.push_back(guarded_copy(x));
-      auto r3 = checked_call(cand, in3, out3, kind->dims(v3), o.call_timeout_s);
-      ++trials;
+      auto r3 = checked_call(cand, in3, out3, kind.dims(v3), o.call_timeout_s);
+      ++c.trials;
       if (any_stale(r3, r2))
         fail("cached_by_value",
              "inputs that differ from the previous call's in 5% of their elements returned the "
              "previous result (or nothing): results are cached by input value");
       check_written(r3, tag + "perturbed");
-      auto ref3 = kind->reference(v3);
-      max_dev = std::max(max_dev, kind->check(r3, ref3, v3, Draw::perturbed, tag + "perturbed"));
+      auto ref3 = kind.reference(v3);
+      c.max_dev = std::max(c.max_dev, kind.check(r3, ref3, v3, Draw::perturbed, tag + "perturbed"));
       tick("seed " + std::to_string(s) + " passed");
     }
-    metrics["check_trials"] = trials;
-    probe("checks");
+    return c;
+  }
 
-    // ---- timing ----
-    std::vector<std::string> names = kind->timeable(o.raw_baselines);
-    const bool device = o.timing == "device";
-    std::vector<Operands> sets = timing_sets(*kind, names, o, metrics);
-    std::vector<kernelrl_args> cand_args;
-    std::vector<CallBuffers> set_bufs;
+  // 2. Input sets: the sets timing rotates over and the candidate's call on each, every one
+  //    captured now; then the runner is stopped for good, so nothing of the candidate runs while
+  //    the worker times (GPU). The sets of a replay are each other's peers: a call that names
+  //    another's buffers is cross_call_work. A persisting-L2 set-aside left behind is refused.
+  TimedCalls input_sets(Candidate& cand, TaskKind& kind, const Opts& o, nlohmann::json& metrics) {
+    TimedCalls c;
+    c.names = kind.timeable(o.raw_baselines);
+    c.sets = timing_sets(kind, c.names, o, metrics);
     std::vector<Range> all_sets;
-    for (const auto& s : sets) {
+    for (const auto& s : c.sets) {
       std::vector<void*> in, out;
       for (const auto& x : s.inputs) in.push_back(x.data_ptr());
       for (const auto& x : s.outputs) out.push_back(x.data_ptr());
-      cand_args.push_back(make_args(in, out, kind->dims(s.inputs)));
-      set_bufs.push_back(buffers_of(s));
-      for (const auto* rs : {&set_bufs.back().inputs, &set_bufs.back().outputs})
+      c.args.push_back(make_args(in, out, kind.dims(s.inputs)));
+      c.bufs.push_back(buffers_of(s));
+      for (const auto* rs : {&c.bufs.back().inputs, &c.bufs.back().outputs})
         all_sets.insert(all_sets.end(), rs->begin(), rs->end());
     }
     be.sync_device();
-    // Every call the timing will make, captured now; then the runner is stopped for good, so
-    // nothing of the candidate runs while the worker times (GPU). The sets of a replay are each
-    // other's peers: a call that names another's buffers is cross_call_work.
     cand.set_peers(all_sets);
-    for (size_t s = 0; s < sets.size(); ++s) cand.prepare(cand_args[s], set_bufs[s]);
+    for (size_t s = 0; s < c.sets.size(); ++s) cand.prepare(c.args[s], c.bufs[s]);
     if (be.gpu()) cand.release_runner();
     if (const size_t persisting = be.reset_device_state(); persisting > 0)
       fail("device_state",
@@ -523,15 +569,20 @@ struct Harness::Impl {
                "(cudaLimitPersistingL2CacheSize): reset, and the candidate refused",
            "reward_hack");
     metrics["captures"] = cand.captures();
-    metrics["runner_start_s"] = runner_s;  // a fresh runner's start and the candidate's load
-    probe("timing sets");
+    return c;
+  }
 
+  // 3. Time: the candidate (contender 0) interleaved with the baselines through the timing
+  //    engine (timing.h); sampled replays verified (every one on the host, where the runner did
+  //    the work). Runs inside the caller's quiet window.
+  TimingOutcome time_calls(Candidate& cand, TaskKind& kind, TimedCalls& calls, const Opts& o, const Tick& tick,
+                           nlohmann::json& metrics) {
+    std::vector<Operands>& sets = calls.sets;
     TimingPlan plan = timing_plan(o, sets.size());
-    // Host: the runner does the work the worker times, so every replay's every output is checked.
     plan.verify_every_replay = !be.gpu();
     TimingHooks hooks;
     hooks.refresh = [&](const std::vector<size_t>& idx) {
-      for (size_t s : idx) kind->refresh(sets[s]);
+      for (size_t s : idx) kind.refresh(sets[s]);
     };
     hooks.poison = [&](size_t, const std::vector<size_t>& idx) {
       for (size_t s : idx)
@@ -545,37 +596,31 @@ struct Harness::Impl {
           const Operands& s = sets[idx[j]];
           check_written(s.outputs, "timed replay, set " + std::to_string(idx[j]));
           if (j == 0 || j + 1 == idx.size() || plan.verify_every_replay)
-            kind->check(s.outputs, kind->reference(s.inputs), s.inputs, Draw::normal,
-                        "timed replay, set " + std::to_string(idx[j]), /*replay=*/true);
+            kind.check(s.outputs, kind.reference(s.inputs), s.inputs, Draw::normal,
+                       "timed replay, set " + std::to_string(idx[j]), /*replay=*/true);
         }
       } catch (const CheckFailure& f) {
         fail("replay_mismatch", "a timed CUDA-graph replay did not produce the answer its eager "
                                 "calls did (" + f.check + ": " + f.reason + ")");
       }
     };
-
-    tick("quiet:begin");  // the evaluator holds compile jobs while this worker times
-    struct QuietEnd {
-      const Tick& t;
-      ~QuietEnd() { t("quiet:end"); }
-    } quiet_end{tick};
-    metrics["lt_auto"] = kind->prepare_timing(names, sets, plan, hooks, rng, tick);
+    metrics["lt_auto"] = kind.prepare_timing(calls.names, sets, plan, hooks, rng, tick);
     std::vector<Contender> cs;
-    Contender candidate{"candidate", [&](size_t s) { invoke(cand, cand_args[s], set_bufs[s]); }, {}};
+    Contender candidate{"candidate", [&](size_t s) { invoke(cand, calls.args[s], calls.bufs[s]); }, {}};
     if (!be.gpu())
       candidate.call_all = [&](const std::vector<size_t>& idx) {
         std::vector<kernelrl_args> as;
         std::vector<CallBuffers> bs;
         for (size_t s : idx) {
-          as.push_back(cand_args[s]);
-          bs.push_back(set_bufs[s]);
+          as.push_back(calls.args[s]);
+          bs.push_back(calls.bufs[s]);
         }
         cand.call_many(as, bs);
       };
     cs.push_back(std::move(candidate));
-    for (const auto& name : names) {
-      if (!kind->run_baseline(name, sets[0])) continue;  // e.g. lt-auto without an algorithm
-      cs.push_back({name, [&, name](size_t s) { kind->run_baseline(name, sets[s]); }, {}});
+    for (const auto& name : calls.names) {
+      if (!kind.run_baseline(name, sets[0])) continue;  // e.g. lt-auto without an algorithm
+      cs.push_back({name, [&, name](size_t s) { kind.run_baseline(name, sets[s]); }, {}});
     }
     be.wait_stream(o.call_timeout_s);
     TimingOutcome timed;
@@ -592,15 +637,21 @@ struct Harness::Impl {
                "kernelrl_launch)");
     }
     for (const auto& [k, v] : timed.metrics.items()) metrics[k] = v;
-    probe("timed");
-    if (be.gpu() && device && !timed.times.empty()) {
-      verify_call_boundaries(cand, *kind, sets, cand_args, set_bufs, o,
+    return timed;
+  }
+
+  // 4. Post-checks, untimed: call boundaries (GPU device mode), the device-wide wall clock
+  //    against the stream's events (work that escaped the stream still holds up
+  //    cudaDeviceSynchronize), and a checked call on the timing buffers with new values (a
+  //    result cached during the timing rounds, by pointer or call count, fails here). Returns
+  //    that call's deviation.
+  double post_checks(Candidate& cand, TaskKind& kind, TimedCalls& calls, const Opts& o,
+                     const TimingOutcome& timed, nlohmann::json& metrics) {
+    if (be.gpu() && o.timing == "device" && !timed.times.empty()) {
+      verify_call_boundaries(cand, kind, calls.sets, calls.args, calls.bufs, o,
                              timing_stats(timed.times[0].samples_us).median_us, metrics);
       metrics["boundary_verified"] = true;
     }
-
-    // Device-wide wall clock versus the stream's events: work that escaped the stream (and so
-    // the events) still holds up cudaDeviceSynchronize.
     if (be.gpu()) {
       std::vector<double> wall, ev;
       be.ensure_marks(2);
@@ -608,7 +659,7 @@ struct Harness::Impl {
         be.sync_device();
         auto t0 = std::chrono::steady_clock::now();
         be.mark(0);
-        cs[0].call(0);
+        invoke(cand, calls.args[0], calls.bufs[0]);  // the candidate's contender, set 0
         be.mark(1);
         be.sync_device();
         wall.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
@@ -620,29 +671,25 @@ struct Harness::Impl {
         fail("escaped_stream_timing", "device-wide wall time " + fmt(w) + " us exceeds the stream's " +
                                           fmt(e) + " us: work escaped the stream while timed");
     }
+    diag_probe(be, "wall check");
+    Operands& s0 = calls.sets[0];
+    std::vector<at::Tensor> prev;
+    for (const auto& x : s0.outputs) prev.push_back(x.clone());
+    kind.refresh(s0);
+    std::vector<Guarded> gin, gout;
+    for (auto& x : s0.inputs) gin.push_back(plain(x));
+    for (auto& x : s0.outputs) gout.push_back(plain(x));
+    auto out = checked_call(cand, gin, gout, kind.dims(s0.inputs), o.call_timeout_s);
+    if (any_stale(out, prev))
+      fail("stale_after_timing", "after the timing rounds the kernel returned stale results "
+                                 "for new inputs in the same buffers");
+    check_written(out, "post-timing");
+    return kind.check(out, kind.reference(s0.inputs), s0.inputs, Draw::normal, "post-timing");
+  }
 
-    probe("wall check");
-    // Post-timing verification on the timing buffers with new values: a result cached during
-    // the timing rounds (by pointer or call count) fails here.
-    {
-      Operands& s0 = sets[0];
-      std::vector<at::Tensor> prev;
-      for (const auto& x : s0.outputs) prev.push_back(x.clone());
-      kind->refresh(s0);
-      std::vector<Guarded> gin, gout;
-      for (auto& x : s0.inputs) gin.push_back(plain(x));
-      for (auto& x : s0.outputs) gout.push_back(plain(x));
-      auto out = checked_call(cand, gin, gout, kind->dims(s0.inputs), o.call_timeout_s);
-      if (any_stale(out, prev))
-        fail("stale_after_timing", "after the timing rounds the kernel returned stale results "
-                                   "for new inputs in the same buffers");
-      check_written(out, "post-timing");
-      max_dev = std::max(max_dev, kind->check(out, kind->reference(s0.inputs), s0.inputs,
-                                              Draw::normal, "post-timing"));
-    }
-
-    probe("post-timing check");
-    if (auto p = take_probes(); !p.empty()) metrics["probes"] = p;
+  // The answer of an evaluation that passed every phase.
+  nlohmann::json passed_result(TaskKind& kind, const Opts& o, int trials, double max_dev,
+                               const TimingOutcome& timed, nlohmann::json& metrics) {
     nlohmann::json res;
     res["status"] = "ok";
     res["check"] = "";
@@ -650,17 +697,17 @@ struct Harness::Impl {
                     std::to_string(o.seeds) + " seeds; timed " + std::to_string(timed.rounds) +
                     " rounds (" + o.timing + ")";
     res["max_abs_dev"] = max_dev;
-    res["dev_bound"] = kind->dev_bound();
+    res["dev_bound"] = kind.dev_bound();
     res["candidate"] = stats_json(timed.times.at(0), o.timing, o.clock_basis, be.max_clock_mhz());
     nlohmann::json bl = nlohmann::json::object();
     for (size_t i = 1; i < timed.times.size(); ++i) {
       auto j = stats_json(timed.times[i], o.timing, o.clock_basis, be.max_clock_mhz());
-      const nlohmann::json extras = kind->baseline_extras(timed.times[i].name);  // outlives the loop
+      const nlohmann::json extras = kind.baseline_extras(timed.times[i].name);  // outlives the loop
       for (const auto& [k, v] : extras.items()) j[k] = v;
       bl[timed.times[i].name] = j;
     }
     res["baselines"] = bl;
-    const nlohmann::json kind_metrics = kind->metrics();
+    const nlohmann::json kind_metrics = kind.metrics();
     for (const auto& [k, v] : kind_metrics.items()) metrics[k] = v;
     res["metrics"] = metrics;
     return res;

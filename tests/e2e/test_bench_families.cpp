@@ -1,4 +1,4 @@
-// `kernelrl bench --families` (the family grid sweep, cli/bench_families.h) on the host backend,
+// `kernelrl bench --families` (the family grid sweep, reward/family_sweep.h) on the host backend,
 // where hgemm_host's C++ variants run on the CPU: a sweep cut off by its time budget starts no
 // shape, the next run fills the CSV (one row per shape, grid order, every number from the
 // evaluator), a third run resumes everything and changes nothing, a foreign CSV and a family

@@ -1,12 +1,15 @@
 // `kernelrl sweep`: every grid point runs in its own run directory and the summary table has
 // one row per point with each point's final metrics; a point may be data-parallel
-// (ranks_per_point); a bad grid key fails before any run.
+// (ranks_per_point); a bad grid key fails before any run; without a GPU a sweep that names a
+// cpu_base runs that job's points (the answer to "is a GPU visible" is injected).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "common/error.h"
 #include "common/fs.h"
 #include "data/triplet.h"
 #include "test_util.h"
+#include "trainer/sweep.h"
 
 namespace kernelrl {
 namespace {
@@ -77,6 +80,58 @@ TEST(Sweep, BadGridKeyFailsBeforeRunning) {
   EXPECT_NE(r.exit_code, 0);
   EXPECT_THAT(r.output, HasSubstr("reward.alpah: unknown key"));
   EXPECT_FALSE(fs::exists(dir / "out/0_reward.alpah_1"));
+}
+
+// The choice of job is load_sweep's, from the injected GPU answer: cpu_base only without a GPU,
+// base otherwise, and base on both where the file names no cpu_base.
+TEST(Sweep, CpuBaseOnlyWhereNoGpuIsVisible) {
+  ScratchDir dir;
+  const std::string job = "trainer: {stages: [{name: pre, kind: pretrain, steps: 2}]}\n";
+  write_text(dir / "gpu.yaml", job);
+  write_text(dir / "cpu.yaml", "run: {device: cpu}\n" + job);
+  write_text(dir / "sweep.yaml", "base: gpu.yaml\ncpu_base: cpu.yaml\nparallel: per-gpu\n"
+                                 "grid: {reward.alpha: [0.0, 0.1]}\n");
+  fs::path base;
+  std::string note = "stale";
+  SweepConfig s = load_sweep(dir / "sweep.yaml", {}, /*gpu_visible=*/true, &base, &note);
+  EXPECT_EQ(base, dir / "gpu.yaml");
+  EXPECT_EQ(note, "");
+  EXPECT_EQ(s.parallel, "per-gpu");
+
+  s = load_sweep(dir / "sweep.yaml", {}, /*gpu_visible=*/false, &base, &note);
+  EXPECT_EQ(base, dir / "cpu.yaml");
+  EXPECT_EQ(s.parallel, "sequential");  // no GPUs to place points on
+  EXPECT_THAT(note, HasSubstr("no GPU visible"));
+  EXPECT_THAT(note, HasSubstr((dir / "cpu.yaml").string()));
+  EXPECT_EQ(note.find('\n'), std::string::npos);  // one line
+
+  write_text(dir / "plain.yaml", "base: gpu.yaml\ngrid: {reward.alpha: [0.0]}\n");
+  s = load_sweep(dir / "plain.yaml", {}, /*gpu_visible=*/false, &base, &note);
+  EXPECT_EQ(base, dir / "gpu.yaml");
+  EXPECT_EQ(note, "");
+
+  // A cpu_base that is missing is the user's error, named by its key, found only where it is used.
+  write_text(dir / "missing.yaml", "base: gpu.yaml\ncpu_base: nope.yaml\ngrid: {reward.alpha: [0.0]}\n");
+  EXPECT_NO_THROW(load_sweep(dir / "missing.yaml", {}, /*gpu_visible=*/true, &base, &note));
+  try {
+    load_sweep(dir / "missing.yaml", {}, /*gpu_visible=*/false, &base, &note);
+    ADD_FAILURE() << "a missing cpu_base loaded";
+  } catch (const ConfigError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("cpu_base:"));
+  }
+}
+
+// The shipped sweep: the GPU quickstart where a GPU is visible, the CPU quickstart's points
+// (every grid point a valid job of that config) where none is.
+TEST(Sweep, ShippedSweepRunsTheCpuQuickstartWithoutGpu) {
+  const fs::path sweep_file = fs::path(KERNELRL_SOURCE_DIR) / "configs/sweep.yaml";
+  fs::path base;
+  std::string note;
+  load_sweep(sweep_file, {}, /*gpu_visible=*/true, &base, &note);
+  EXPECT_EQ(base.filename(), "quickstart.yaml");
+  load_sweep(sweep_file, {}, /*gpu_visible=*/false, &base, &note);
+  EXPECT_EQ(base.filename(), "quickstart-cpu.yaml");
+  EXPECT_THAT(note, HasSubstr("quickstart-cpu.yaml"));
 }
 
 }  // namespace

@@ -9,12 +9,15 @@
 // (sorted by M·N·K, visited with a golden-ratio stride), so a sweep cut short by its budget
 // still covers the grid's size range; the CSV keeps the grid's order. A summary (means, wins,
 // per-size bins, per-family) goes to stdout and to the CSV's name with .md.
+// It lives in reward/ beside kernel_dir.h (the same shape of program: kernels over an HGEMM
+// grid through the Evaluator, into a results store the catalog reads); `kernelrl bench
+// --families` (cli/cmd_bench.cpp) only parses the options.
 #pragma once
 
 #include <cstdint>
 #include <string>
 
-namespace kernelrl::cli {
+namespace kernelrl {
 
 struct FamilySweepOptions {
   std::string families;        // comma-separated HGEMM family names
@@ -35,4 +38,4 @@ struct FamilySweepOptions {
 // variant). Throws UserError for bad options or a CSV that is not this sweep's.
 int run_family_sweep(const FamilySweepOptions& o);
 
-}  // namespace kernelrl::cli
+}  // namespace kernelrl
