@@ -12,7 +12,7 @@
 #include <string>
 
 #include "reward/evaluator.h"
-#include "data/task_suite.h"
+#include "data/tasks/task_suite.h"
 #include "reward/task_json.h"
 
 using namespace kernelrl;

@@ -11,7 +11,7 @@
 #include "common/fs.h"
 #include "reward/compile.h"
 #include "reward/evaluator.h"
-#include "data/task_suite.h"
+#include "data/tasks/task_suite.h"
 #include "reward/task_json.h"
 
 namespace kernelrl::cli {

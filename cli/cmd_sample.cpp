@@ -6,7 +6,7 @@
 
 #include "cli/commands.h"
 #include "common/error.h"
-#include "data/tokenizer.h"
+#include "model/tokenizer.h"
 #include "model/checkpoint.h"
 #include "model/device.h"
 #include "model/generate.h"

@@ -3,7 +3,7 @@
 #include <cstdio>
 
 #include "cli/commands.h"
-#include "data/tokenizer.h"
+#include "model/tokenizer.h"
 
 namespace kernelrl::cli {
 

@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "data/task.h"
+#include "data/tasks/task.h"
 
 namespace kernelrl {
 

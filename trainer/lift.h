@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "data/speed_annotation.h"
-#include "data/triplet.h"
+#include "data/corpus/triplet.h"
 #include "reward/result_store.h"
 
 namespace kernelrl {

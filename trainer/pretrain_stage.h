@@ -15,9 +15,9 @@
 #include <string>
 #include <vector>
 
-#include "data/task.h"
-#include "data/tokenizer.h"
-#include "data/triplet.h"
+#include "data/tasks/task.h"
+#include "model/tokenizer.h"
+#include "data/corpus/triplet.h"
 #include "model/llama.h"
 #include "trainer/pipeline.h"
 

@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "data/tokenizer.h"
+#include "model/tokenizer.h"
 #include "model/llama.h"
 #include "reward/eval_result.h"
 #include "rollout/group_sampler.h"

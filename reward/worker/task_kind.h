@@ -17,7 +17,7 @@
 #include <utility>
 #include <vector>
 
-#include "data/task.h"
+#include "data/tasks/task.h"
 #include "reward/reward_config.h"
 #include "reward/worker/backend.h"
 #include "reward/worker/timing.h"
@@ -101,7 +101,7 @@ class TaskKind {
   virtual nlohmann::json metrics() const = 0;
 };
 
-// The kind of `task` ("hgemm" | "general"); CheckFailure(unsupported) for another.
+// The worker's view of `task`, by its kind (TaskKind); CheckFailure(unsupported) for another.
 std::unique_ptr<TaskKind> make_task_kind(const TaskSpec& task, Backend& be, at::Device dev,
                                          HgemmBaselines& baselines, const Opts& opts);
 

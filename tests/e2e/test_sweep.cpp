@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "common/fs.h"
-#include "data/triplet.h"
+#include "data/corpus/triplet.h"
 #include "test_util.h"
 
 namespace kernelrl {

@@ -19,7 +19,7 @@
 
 #include "gpu_test_util.h"
 #include "reward/evaluator.h"
-#include "data/task_suite.h"
+#include "data/tasks/task_suite.h"
 #include "reward/screen.h"
 #include "reward/task_json.h"
 #include "reward_test_util.h"
@@ -48,7 +48,7 @@ RewardConfig gpu_config(const testing::ScratchDir& dir) {
 TaskSpec relu_task(const std::string& name, int64_t n) {
   TaskSpec t;
   t.name = name;
-  t.kind = "general";
+  t.kind = TaskKind::general;
   t.op = "relu";
   t.inputs = {{"x", {n}, "f32", "normal"}};
   t.outputs = {{"y", {n}, "f32", "normal"}};

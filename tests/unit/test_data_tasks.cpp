@@ -13,8 +13,8 @@
 
 #include "common/error.h"
 #include "data/families.h"
-#include "data/task_ops.h"
-#include "data/task_suite.h"
+#include "data/tasks/task_ops.h"
+#include "data/tasks/task_suite.h"
 #include "test_util.h"
 
 namespace kernelrl {
@@ -34,7 +34,7 @@ TEST(TaskSuite, GeneralSuiteHasFortyTasksAndAHeldOutSplit) {
   EXPECT_EQ(held.size() + train.size(), tasks.size());
   std::set<std::string> cats;
   for (const auto& t : tasks) {
-    EXPECT_EQ(t.kind, "general");
+    EXPECT_EQ(t.kind, TaskKind::general);
     cats.insert(find_op(t.op)->category);
     EXPECT_THAT(t.description, HasSubstr("inputs[0] = "));
     EXPECT_LE(general_task_dims(t).size(), 8u);

@@ -9,7 +9,7 @@
 #include <fstream>
 
 #include "common/error.h"
-#include "data/tokenizer.h"
+#include "model/tokenizer.h"
 #include "model/checkpoint.h"
 #include "test_util.h"
 

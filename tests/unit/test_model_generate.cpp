@@ -8,7 +8,7 @@
 #include <cmath>
 #include <fstream>
 
-#include "data/tokenizer.h"
+#include "model/tokenizer.h"
 #include "model/generate.h"
 #include "test_util.h"
 

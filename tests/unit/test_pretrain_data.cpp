@@ -4,8 +4,8 @@
 #include <gtest/gtest.h>
 
 #include "test_util.h"
-#include "data/task_suite.h"
-#include "data/tokenizer.h"
+#include "data/tasks/task_suite.h"
+#include "model/tokenizer.h"
 #include "rollout/prompt.h"
 #include "trainer/pretrain_stage.h"
 

@@ -10,7 +10,7 @@
 
 #include "reward/evaluator.h"
 #include "reward/reward_formula.h"
-#include "data/task_suite.h"
+#include "data/tasks/task_suite.h"
 #include "reward/task_json.h"
 #include "reward_test_util.h"
 #include "test_util.h"
@@ -179,7 +179,7 @@ TEST(RewardHost, GeneralTaskChecksAgainstTheReferenceOp) {
   Evaluator ev(host_config(dir), dir / "results.sqlite");
   TaskSpec t;
   t.name = "relu_host_test";
-  t.kind = "general";
+  t.kind = TaskKind::general;
   t.op = "relu";
   t.inputs = {{"x", {65536}, "f32", "normal"}};
   t.outputs = {{"y", {65536}, "f32", "normal"}};

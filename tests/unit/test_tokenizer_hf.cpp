@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
-#include "data/tokenizer.h"
+#include "model/tokenizer.h"
 #include "model/checkpoint.h"
 #include "test_util.h"
 
