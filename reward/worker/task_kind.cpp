@@ -367,7 +367,7 @@ class HgemmKind final : public TaskKind {
 };
 
 // ----------------------------------------------------------------------------- general ops
-// A named op with its LibTorch reference (data/task_suite.h): candidates get inputs[]/outputs[]
+// A named op with its LibTorch reference (data/tasks/task_suite.h): candidates get inputs[]/outputs[]
 // and dims = the first input's shape then the params bit-cast to int64; checked by
 // |out − ref| ≤ atol + rtol·|ref|; timed against the reference op.
 class GeneralKind final : public TaskKind {
@@ -455,9 +455,9 @@ class GeneralKind final : public TaskKind {
 std::unique_ptr<TaskKind> make_task_kind(const TaskSpec& task, Backend& be, at::Device dev,
                                          HgemmBaselines& baselines, const Opts& opts) {
   switch (task.kind) {
-    case TaskKind::hgemm:
+    case kernelrl::TaskKind::hgemm:
       return std::make_unique<HgemmKind>(task, be, dev, baselines, opts);
-    case TaskKind::general:
+    case kernelrl::TaskKind::general:
       return std::make_unique<GeneralKind>(task, dev, opts);
   }
   fail("unknown_task_kind", "task kind " + std::to_string(static_cast<int>(task.kind)) +

@@ -44,7 +44,7 @@ RewardConfig gpu_config(const testing::ScratchDir& dir) {
   return cfg;
 }
 
-// The general task `relu` on n f32 elements (data/task_ops.h).
+// The general task `relu` on n f32 elements (data/tasks/task_ops.h).
 TaskSpec relu_task(const std::string& name, int64_t n) {
   TaskSpec t;
   t.name = name;

@@ -172,7 +172,7 @@ TEST(RewardHost, ScreenCompileAndLoadFailuresAreResults) {
   for (const auto& r : rs) EXPECT_EQ(r.reward, -1.0);
 }
 
-// A general task (op relu of data/task_ops.h) through the same pipeline: checked against the
+// A general task (op relu of data/tasks/task_ops.h) through the same pipeline: checked against the
 // LibTorch reference with |out - ref| <= atol + rtol*|ref| and timed against it.
 TEST(RewardHost, GeneralTaskChecksAgainstTheReferenceOp) {
   testing::ScratchDir dir;
