@@ -26,11 +26,11 @@
 
 #include "common/error.h"
 #include "common/fs.h"
+#include "data/corpus/triplet.h"
 #include "data/families.h"
 #include "data/tasks/task_ops.h"
 #include "data/tasks/task_suite.h"
 #include "model/tokenizer.h"
-#include "data/corpus/triplet.h"
 #include "rollout/prompt.h"
 #include "trainer/pretrain_stage.h"
 

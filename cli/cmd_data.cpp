@@ -14,8 +14,8 @@
 #include "data/corpus/corpus_builder.h"
 #include "data/data_config.h"
 #include "data/families.h"
-#include "data/tasks/task_suite.h"
 #include "data/tasks/task_ops.h"
+#include "data/tasks/task_suite.h"
 
 namespace kernelrl::cli {
 

@@ -17,9 +17,9 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "data/tasks/task_suite.h"
 #include "gpu_test_util.h"
 #include "reward/evaluator.h"
-#include "data/tasks/task_suite.h"
 #include "reward/screen.h"
 #include "reward/task_json.h"
 #include "reward_test_util.h"

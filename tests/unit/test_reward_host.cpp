@@ -8,9 +8,9 @@
 
 #include <fstream>
 
+#include "data/tasks/task_suite.h"
 #include "reward/evaluator.h"
 #include "reward/reward_formula.h"
-#include "data/tasks/task_suite.h"
 #include "reward/task_json.h"
 #include "reward_test_util.h"
 #include "test_util.h"

@@ -11,8 +11,8 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
-#include "model/tokenizer.h"
 #include "model/checkpoint.h"
+#include "model/tokenizer.h"
 #include "test_util.h"
 
 using namespace kernelrl;
