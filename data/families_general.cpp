@@ -164,21 +164,26 @@ std::vector<KernelVariant> general_family_variants(const std::string& family,
   // variants of one kernels/ entry point over that entry point's knobs.
   const std::string grid = info->grid.empty() ? cat : info->grid;
   if (backend == "host") {
-    // Host grids: cache tiles for the matmul family's tiled loop, else one plain variant.
-    const std::vector<int64_t> tiles =
-        grid == "matmul" ? std::vector<int64_t>{16, 64} : std::vector<int64_t>{0};
-    static const std::map<std::string, std::string> kHostCalls = {
-        {"elementwise", "general::elementwise_host::run<Op>(args)"},
-        {"matvec", "general::matmul_host::run_matvec(args)"},
-        {"matmul", "general::matmul_host::run<Cfg, Op>(args)"}};
-    const auto call = kHostCalls.find(grid);
-    for (int64_t t : tiles) {
+    // Host grids: the entry point and, for the matmul family's tiled loop, its cache tiles; any
+    // other grid is one plain variant calling the op's own `run`.
+    struct HostGrid {
+      std::string call;
+      std::vector<int64_t> tiles;
+    };
+    static const std::map<std::string, HostGrid> kHostGrids = {
+        {"elementwise", {"general::elementwise_host::run<Op>(args)", {0}}},
+        {"matvec", {"general::matmul_host::run_matvec(args)", {0}}},
+        {"matmul", {"general::matmul_host::run<Cfg, Op>(args)", {16, 64}}}};
+    const auto it = kHostGrids.find(grid);
+    const HostGrid host =
+        it != kHostGrids.end() ? it->second : HostGrid{opt + "::run(args)", {0}};
+    for (int64_t t : host.tiles) {
       auto v = base_variant(family, "host", *info, op_params, t ? Knobs{{"TILE", t}} : Knobs{});
       std::string how =
           t ? "loops blocked in " + std::to_string(t) + "-wide cache tiles over M, N and K"
             : "straightforward loops over contiguous rows";
-      finish(v, t ? "general::matmul_host::Config" : "", t ? ConfigArgs{{"TILE", n(t)}} : ConfigArgs{},
-             call != kHostCalls.end() ? call->second : opt + "::run(args)", how);
+      finish(v, t ? "general::matmul_host::Config" : "",
+             t ? ConfigArgs{{"TILE", n(t)}} : ConfigArgs{}, host.call, how);
     }
     return out;
   }
