@@ -29,8 +29,8 @@
 #include <utility>
 #include <vector>
 
-#include "data/tasks/task.h"
 #include "data/corpus/triplet.h"
+#include "data/tasks/task.h"
 
 namespace kernelrl {
 

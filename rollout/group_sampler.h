@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "data/tasks/task.h"
-#include "model/tokenizer.h"
 #include "model/llama.h"
+#include "model/tokenizer.h"
 #include "rollout/prompt.h"
 #include "rollout/rollout_config.h"
 

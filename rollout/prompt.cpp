@@ -4,8 +4,8 @@
 #include <sstream>
 
 #include "data/tasks/task_ops.h"
-#include "model/tokenizer.h"
 #include "model/chat_format.h"
+#include "model/tokenizer.h"
 
 namespace kernelrl {
 namespace {

@@ -19,8 +19,8 @@
 #include <string>
 #include <vector>
 
-#include "data/speed_annotation.h"
 #include "data/corpus/triplet.h"
+#include "data/speed_annotation.h"
 #include "reward/result_store.h"
 
 namespace kernelrl {

@@ -15,10 +15,10 @@
 #include <string>
 #include <vector>
 
-#include "data/tasks/task.h"
-#include "model/tokenizer.h"
 #include "data/corpus/triplet.h"
+#include "data/tasks/task.h"
 #include "model/llama.h"
+#include "model/tokenizer.h"
 #include "trainer/pipeline.h"
 
 namespace kernelrl {

@@ -5,8 +5,8 @@
 
 #include "common/error.h"
 #include "common/fs.h"
-#include "data/tasks/task_suite.h"
 #include "data/tasks/task_ops.h"
+#include "data/tasks/task_suite.h"
 #include "model/checkpoint.h"
 #include "model/device.h"
 #include "reward/evaluator.h"
