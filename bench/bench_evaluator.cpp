@@ -11,8 +11,8 @@
 #include <map>
 #include <string>
 
+#include "data/tasks/task_suite.h"
 #include "reward/evaluator.h"
-#include "data/task_suite.h"
 #include "reward/task_json.h"
 
 using namespace kernelrl;

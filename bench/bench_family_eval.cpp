@@ -32,7 +32,7 @@
 #include "common/fs.h"
 #include "common/hash.h"
 #include "data/families.h"
-#include "data/task_suite.h"
+#include "data/tasks/task_suite.h"
 #include "reward/evaluator.h"
 #include "reward/task_json.h"
 
@@ -109,7 +109,7 @@ std::string fmt(double x, const char* f = "%.2f") {
 }
 
 double tflops(const TaskSpec& t, double us) {
-  return t.kind == "hgemm" && us > 0 ? 2.0 * t.m * t.n * t.k / us * 1e-6 : 0;
+  return t.kind == TaskKind::hgemm && us > 0 ? 2.0 * t.m * t.n * t.k / us * 1e-6 : 0;
 }
 
 // Median of a baseline in a result, 0 when absent.
@@ -217,7 +217,7 @@ class Bench {
     s << ",tflops,reward,compile_s,eval_s\n";
     for (const auto& row : rows_) {
       const EvalResult& r = row.r;
-      const bool hgemm = row.task.kind == "hgemm";
+      const bool hgemm = row.task.kind == TaskKind::hgemm;
       s << row.stage << "," << row.v.family << "," << row.v.name << "," << row.v.backend << ","
         << row.task.name << "," << r.shape << "," << (hgemm ? row.task.layout : "") << ","
         << (hgemm ? row.task.acc : "") << "," << status_name(r.status) << "," << csv_field(r.check)
@@ -472,7 +472,7 @@ int run(Options o) {
   // HGEMM family variants for a task: those of the task's layout and accumulation.
   std::vector<std::string> hgemm_fams;
   for (const auto& f : kernel_families())
-    if (f.kind == "hgemm" && f.backends.find(vbackend) != std::string::npos && want(f.name) &&
+    if (f.kind == TaskKind::hgemm && f.backends.find(vbackend) != std::string::npos && want(f.name) &&
         arch_runs(f.arch, ev.arch()))  // sm_90a-only families skip other devices
       hgemm_fams.push_back(f.name);
   std::map<std::string, std::vector<KernelVariant>> by_family;

@@ -23,7 +23,7 @@
 
 #include "common/fs.h"
 #include "data/families.h"
-#include "data/task_suite.h"
+#include "data/tasks/task_suite.h"
 #include "reward/evaluator.h"
 
 using namespace kernelrl;

@@ -26,11 +26,11 @@
 
 #include "common/error.h"
 #include "common/fs.h"
+#include "data/corpus/triplet.h"
 #include "data/families.h"
-#include "data/task_ops.h"
-#include "data/task_suite.h"
-#include "data/tokenizer.h"
-#include "data/triplet.h"
+#include "data/tasks/task_ops.h"
+#include "data/tasks/task_suite.h"
+#include "model/tokenizer.h"
 #include "rollout/prompt.h"
 #include "trainer/pretrain_stage.h"
 
@@ -75,7 +75,7 @@ std::vector<Sample> variants_of(const FamilyInfo& f, const std::vector<TaskSpec>
   auto add = [&](const KernelVariant& v, const TaskSpec& t) {
     if (seen.insert(v.source).second) out.push_back({v.name, v.source, t, v.backend});
   };
-  if (f.kind == "hgemm") {
+  if (f.kind == TaskKind::hgemm) {
     for (const auto& v : hgemm_family_variants(f.name))
       add(v, hgemm_task(4096, 4096, 4096, v.layout, v.acc));
     return out;

@@ -1,5 +1,5 @@
 // `kernelrl bench --kernels DIR --grid full|small|llm|FILE --out results.csv`: evaluates per-shape
-// kernels named {M}_{N}_{K}.cu over an HGEMM grid (data/task_suite.h) against every baseline and writes one CSV row
+// kernels named {M}_{N}_{K}.cu over an HGEMM grid (data/tasks/task_suite.h) against every baseline and writes one CSV row
 // per shape (speedup per baseline, like the paper's tables) plus a summary (mean, median, wins).
 // Resumable: a shape whose kernel (same content hash) is already in the store is not re-run.
 // File naming, resume and evaluation are reward/kernel_dir.h's (shared with `catalog build`).
@@ -15,7 +15,7 @@
 #include "common/error.h"
 #include "common/fs.h"
 #include "common/progress.h"
-#include "data/task_suite.h"
+#include "data/tasks/task_suite.h"
 #include "reward/evaluator.h"
 #include "reward/family_sweep.h"
 #include "reward/kernel_dir.h"

@@ -13,7 +13,7 @@
 #include "common/error.h"
 #include "common/fs.h"
 #include "common/progress.h"
-#include "data/task_suite.h"
+#include "data/tasks/task_suite.h"
 #include "reward/compile.h"
 #include "reward/evaluator.h"
 #include "reward/kernel_dir.h"

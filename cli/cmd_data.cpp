@@ -11,10 +11,11 @@
 #include "common/config.h"
 #include "common/error.h"
 #include "common/fs.h"
-#include "data/corpus_builder.h"
+#include "data/corpus/corpus_builder.h"
 #include "data/data_config.h"
 #include "data/families.h"
-#include "data/task_suite.h"
+#include "data/tasks/task_ops.h"
+#include "data/tasks/task_suite.h"
 
 namespace kernelrl::cli {
 
@@ -35,7 +36,7 @@ void emit_sources(const std::filesystem::path& dir, const std::vector<KernelVari
     nlohmann::json j = {{"name", v.name}, {"family", v.family}, {"backend", v.backend},
                         {"op", v.op},     {"layout", v.layout}, {"acc", v.acc},
                         {"file", file}};
-    if (v.op != "hgemm") {
+    if (v.op != hgemm_op().name) {
       if (host_tasks.empty() && v.backend == "host") host_tasks = load_task_suite(suite, "host");
       const auto& tasks = v.backend == "host" ? host_tasks : gpu_tasks;
       for (const auto& t : tasks) {

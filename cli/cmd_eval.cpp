@@ -9,9 +9,9 @@
 #include "cli/commands.h"
 #include "common/error.h"
 #include "common/fs.h"
+#include "data/tasks/task_suite.h"
 #include "reward/compile.h"
 #include "reward/evaluator.h"
-#include "data/task_suite.h"
 #include "reward/task_json.h"
 
 namespace kernelrl::cli {

@@ -14,8 +14,8 @@
 #include "cli/commands.h"
 #include "common/error.h"
 #include "common/fs.h"
-#include "data/hgemm_split.h"
-#include "data/task_suite.h"
+#include "data/tasks/hgemm_split.h"
+#include "data/tasks/task_suite.h"
 #include "trainer/job_config.h"
 #include "trainer/lift.h"
 

@@ -6,10 +6,10 @@
 
 #include "cli/commands.h"
 #include "common/error.h"
-#include "data/tokenizer.h"
 #include "model/checkpoint.h"
 #include "model/device.h"
 #include "model/generate.h"
+#include "model/tokenizer.h"
 #include "trainer/sample_run.h"
 
 namespace kernelrl::cli {

@@ -1,9 +1,9 @@
 // `kernelrl tokenizer train`: a SentencePiece BPE tokenizer (byte fallback, the prompt section
-// markers as single tokens) from a corpus of JSONL text fields or plain text (data/tokenizer.h).
+// markers as single tokens) from a corpus of JSONL text fields or plain text (model/tokenizer.h).
 #include <cstdio>
 
 #include "cli/commands.h"
-#include "data/tokenizer.h"
+#include "model/tokenizer.h"
 
 namespace kernelrl::cli {
 

@@ -8,7 +8,7 @@
 
 #include "common/error.h"
 #include "data/families_internal.h"
-#include "data/task_ops.h"
+#include "data/tasks/task_ops.h"
 
 namespace kernelrl {
 
@@ -66,33 +66,33 @@ std::string float_literal(double x) {
 
 const std::vector<FamilyInfo>& kernel_families() {
   static const std::vector<FamilyInfo> f = {
-      {"hgemm_tiled", "hgemm", "cuda", "shared-memory SIMT tiling, per-thread register tiles", ""},
-      {"hgemm_wmma", "hgemm", "cuda", "WMMA 16x16x16 tensor-core fragments", ""},
-      {"hgemm_mma", "hgemm", "cuda",
+      {"hgemm_tiled", TaskKind::hgemm, "cuda", "shared-memory SIMT tiling, per-thread register tiles", ""},
+      {"hgemm_wmma", TaskKind::hgemm, "cuda", "WMMA 16x16x16 tensor-core fragments", ""},
+      {"hgemm_mma", TaskKind::hgemm, "cuda",
        "mma.sync m16n8k16 + ldmatrix + multi-stage cp.async, swizzled smem, block swizzle, "
        "split-K, double-buffered fragments",
        ""},
-      {"hgemm_wgmma", "hgemm", "cuda",
+      {"hgemm_wgmma", TaskKind::hgemm, "cuda",
        "sm_90a wgmma + TMA multistage mbarrier pipeline, producer/consumer warpgroups, "
        "persistent rastered tiles, 2-CTA multicast clusters, TMA-store epilogue, split-K",
        "sm_90a"},
-      {"hgemm_small", "hgemm", "cuda",
+      {"hgemm_small", TaskKind::hgemm, "cuda",
        "latency-first mma.sync + cp.async for small and skinny shapes: one wave of small tiles, "
        "split-K reduced inside the kernel through a cluster's distributed shared memory, "
        "optional programmatic dependent launch",
        "sm_90a"},
-      {"hgemm_cutlass", "hgemm", "cuda",
+      {"hgemm_cutlass", TaskKind::hgemm, "cuda",
        "sm_90a CUTLASS 3.x collective builders: TMA warp-specialized cooperative and ping-pong "
        "schedules, stream-K, tile, cluster and raster knobs",
        "sm_90a"},
-      {"hgemm_host", "hgemm", "host", "cache-blocked C++ with fp16 bit conversions", ""},
-      {"elementwise", "general", "cuda,host", "activations and binary elementwise ops", ""},
-      {"reduction", "general", "cuda,host", "row/column/all reductions, argmax/argmin, cumsum", ""},
-      {"softmax", "general", "cuda,host", "row softmax, log-softmax, scaled softmax", ""},
-      {"norm", "general", "cuda,host", "layernorm, rmsnorm, l2 normalize, add+layernorm", ""},
-      {"transpose", "general", "cuda,host", "2-D and batched transposes", ""},
-      {"gather_scatter", "general", "cuda,host", "row gather, scatter-add, take-along", ""},
-      {"matmul", "general", "cuda,host", "small fp32 matmul + bias + activation, matvec, bmm", ""},
+      {"hgemm_host", TaskKind::hgemm, "host", "cache-blocked C++ with fp16 bit conversions", ""},
+      {"elementwise", TaskKind::general, "cuda,host", "activations and binary elementwise ops", ""},
+      {"reduction", TaskKind::general, "cuda,host", "row/column/all reductions, argmax/argmin, cumsum", ""},
+      {"softmax", TaskKind::general, "cuda,host", "row softmax, log-softmax, scaled softmax", ""},
+      {"norm", TaskKind::general, "cuda,host", "layernorm, rmsnorm, l2 normalize, add+layernorm", ""},
+      {"transpose", TaskKind::general, "cuda,host", "2-D and batched transposes", ""},
+      {"gather_scatter", TaskKind::general, "cuda,host", "row gather, scatter-add, take-along", ""},
+      {"matmul", TaskKind::general, "cuda,host", "small fp32 matmul + bias + activation, matvec, bmm", ""},
   };
   return f;
 }
@@ -104,9 +104,9 @@ bool arch_runs(const std::string& needed, const std::string& device_arch) {
 std::vector<KernelVariant> variants_for_task(const TaskSpec& task, const std::string& backend,
                                              const std::string& device_arch) {
   std::vector<KernelVariant> out;
-  if (task.kind == "hgemm") {
+  if (task.kind == TaskKind::hgemm) {
     for (const auto& fam : kernel_families()) {
-      if (fam.kind != "hgemm" || fam.backends.find(backend) == std::string::npos) continue;
+      if (fam.kind != TaskKind::hgemm || fam.backends.find(backend) == std::string::npos) continue;
       if (!arch_runs(fam.arch, device_arch)) continue;
       for (auto& v : hgemm_family_variants(fam.name))
         if (v.layout == task.layout && v.acc == task.acc) out.push_back(std::move(v));
@@ -114,7 +114,7 @@ std::vector<KernelVariant> variants_for_task(const TaskSpec& task, const std::st
     return out;
   }
   const OpInfo* op = find_op(task.op);
-  if (!op) return out;
+  if (!op || op->kind != TaskKind::general) return out;
   std::vector<double> op_params(
       task.params.begin(), task.params.begin() + std::min(task.params.size(), op->params.size()));
   return general_family_variants(op->category, backend, task.op, op_params);
@@ -145,11 +145,11 @@ std::vector<KernelVariant> sample_variants(const std::string& families_arg, int6
     const FamilyInfo* info = nullptr;
     for (const auto& f : kernel_families())
       if (f.name == name) info = &f;
-    if (info->kind == "hgemm") {
+    if (info->kind == TaskKind::hgemm) {
       pool = hgemm_family_variants(name);
     } else {
       for (const auto& t : tasks) {
-        if (t.kind != "general") continue;
+        if (t.kind != TaskKind::general) continue;
         const OpInfo* op = find_op(t.op);
         if (!op || op->category != name) continue;
         std::vector<double> op_params(
@@ -182,6 +182,21 @@ std::vector<KernelVariant> round_robin_variants(std::vector<std::vector<KernelVa
     if (!any) break;
   }
   return out;
+}
+
+std::optional<FamilyTags> family_tags(const Triplet& t) {
+  if (t.tags.size() < 4 || t.tags[0] != "family") return std::nullopt;
+  FamilyTags f;
+  f.family = t.tags[1];
+  f.backend = t.tags[2];
+  f.op = t.tags[3];
+  const OpInfo* op = find_op(f.op);
+  f.kind = op ? op->kind : TaskKind::general;
+  for (size_t i = 4; i < t.tags.size(); ++i) {
+    if (t.tags[i].rfind("layout_", 0) == 0) f.layout = t.tags[i].substr(7);
+    if (t.tags[i].rfind("acc_", 0) == 0) f.acc = t.tags[i].substr(4);
+  }
+  return f;
 }
 
 std::pair<std::string, std::string> split_instance(const std::string& source) {
@@ -229,7 +244,7 @@ Triplet variant_triplet(const KernelVariant& v) {
   t.code = v.source;
   t.source = "family:" + v.family;
   t.tags = {"family", v.family, v.backend, v.op};
-  if (v.op == "hgemm") {
+  if (v.op == hgemm_op().name) {
     t.tags.push_back("layout_" + v.layout);
     t.tags.push_back("acc_" + v.acc);
   }

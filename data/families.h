@@ -24,12 +24,13 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "data/task.h"
-#include "data/triplet.h"
+#include "data/corpus/triplet.h"
+#include "data/tasks/task.h"
 
 namespace kernelrl {
 
@@ -37,7 +38,7 @@ struct KernelVariant {
   std::string family;                      // e.g. hgemm_mma, softmax
   std::string name;                        // unique: family, backend, op/layout and parameters
   std::string backend;                     // cuda | host
-  std::string op;                          // "hgemm" or the general op (task_ops.h)
+  std::string op;                          // the op's name (data/tasks/task_ops.h)
   std::string layout = "nn", acc = "f32";  // HGEMM only
   std::vector<double> op_params;           // general only: the task params baked in
   std::vector<std::pair<std::string, int64_t>> params;  // generator choices
@@ -48,7 +49,7 @@ struct KernelVariant {
 
 struct FamilyInfo {
   std::string name;
-  std::string kind;      // hgemm | general
+  TaskKind kind;         // the kind of task it writes
   std::string backends;  // "cuda", "host" or "cuda,host"
   std::string summary;
   std::string arch;  // as KernelVariant::arch
@@ -84,7 +85,18 @@ std::vector<KernelVariant> round_robin_variants(std::vector<std::vector<KernelVa
 std::vector<KernelVariant> sample_variants(const std::string& families, int64_t n, uint64_t seed,
                                            const std::vector<TaskSpec>& tasks);
 
+// The pretraining triplet of a variant, tagged: family, <family>, <cuda|host>, <op>, and for an
+// op of kind hgemm layout_<nn|tn>, acc_<f32|f16>.
 Triplet variant_triplet(const KernelVariant& v);
+
+// What variant_triplet's tags say, read back; nullopt for a triplet that is not a family
+// variant's. `kind` is the op's (general when the op is unknown).
+struct FamilyTags {
+  std::string family, backend, op;
+  TaskKind kind = TaskKind::general;
+  std::string layout = "nn", acc = "f32";
+};
+std::optional<FamilyTags> family_tags(const Triplet& t);
 
 // A variant's source split at its instance block ("\n// ---- instance:"): {its kernels/ body,
 // the instance block}. The body is the same text for every variant of a family (and op

@@ -8,12 +8,14 @@
 // first input's shape, then the task params bit-cast from double (op params first, then the sizes
 // the first input does not carry, see task_suite.h).
 #include <cctype>
+#include <functional>
+#include <map>
 #include <sstream>
 #include <stdexcept>
 
 #include "data/families.h"
 #include "data/families_internal.h"
-#include "data/task_ops.h"
+#include "data/tasks/task_ops.h"
 #include "kernels/general_elementwise_host_text.h"  // generated from kernels/ (k_<file>_text)
 #include "kernels/general_elementwise_text.h"
 #include "kernels/general_gather_scatter_host_text.h"
@@ -35,18 +37,26 @@ namespace {
 using families::ConfigArgs;
 using families::float_literal;
 
-// The kernels/ file of a category on a backend.
-const char* body_text(const std::string& cat, bool cuda) {
-  if (cat == "elementwise")
-    return cuda ? k_general_elementwise_text : k_general_elementwise_host_text;
-  if (cat == "reduction") return cuda ? k_general_reduction_text : k_general_reduction_host_text;
-  if (cat == "softmax") return cuda ? k_general_softmax_text : k_general_softmax_host_text;
-  if (cat == "norm") return cuda ? k_general_norm_text : k_general_norm_host_text;
-  if (cat == "transpose") return cuda ? k_general_transpose_text : k_general_transpose_host_text;
-  if (cat == "gather_scatter")
-    return cuda ? k_general_gather_scatter_text : k_general_gather_scatter_host_text;
-  if (cat == "matmul") return cuda ? k_general_matmul_text : k_general_matmul_host_text;
-  throw std::logic_error("general family: no kernel file for " + cat);
+// The kernels/ files of each family: {family, CUDA body, host body}.
+struct FamilyFiles {
+  const char* family;
+  const char* cuda;
+  const char* host;
+};
+constexpr FamilyFiles kFamilyFiles[] = {
+    {"elementwise", k_general_elementwise_text, k_general_elementwise_host_text},
+    {"reduction", k_general_reduction_text, k_general_reduction_host_text},
+    {"softmax", k_general_softmax_text, k_general_softmax_host_text},
+    {"norm", k_general_norm_text, k_general_norm_host_text},
+    {"transpose", k_general_transpose_text, k_general_transpose_host_text},
+    {"gather_scatter", k_general_gather_scatter_text, k_general_gather_scatter_host_text},
+    {"matmul", k_general_matmul_text, k_general_matmul_host_text},
+};
+
+const char* body_text(const std::string& family, bool cuda) {
+  for (const auto& f : kFamilyFiles)
+    if (family == f.family) return cuda ? f.cuda : f.host;
+  throw std::logic_error("general family: no kernel file for " + family);
 }
 
 // The op's struct in kernels/: its name in CamelCase (leaky_relu -> LeakyRelu), over the task.
@@ -149,51 +159,36 @@ std::vector<KernelVariant> general_family_variants(const std::string& family,
   };
   auto b = [](bool x) { return std::string(x ? "true" : "false"); };
   auto n = [](int64_t x) { return std::to_string(x); };
+  using Knobs = std::vector<std::pair<std::string, int64_t>>;
+  // The op's grid: its entry's (task_ops.h `grid`), else its family's. Each grid emits the
+  // variants of one kernels/ entry point over that entry point's knobs.
+  const std::string grid = info->grid.empty() ? cat : info->grid;
   if (backend == "host") {
-    std::vector<int64_t> tiles =
-        cat == "matmul" && op != "matvec" ? std::vector<int64_t>{16, 64} : std::vector<int64_t>{0};
-    for (int64_t t : tiles) {
-      auto v = base_variant(family, "host", *info, op_params,
-                            t ? std::vector<std::pair<std::string, int64_t>>{{"TILE", t}}
-                              : std::vector<std::pair<std::string, int64_t>>{});
+    // Host grids: the entry point and, for the matmul family's tiled loop, its cache tiles; any
+    // other grid is one plain variant calling the op's own `run`.
+    struct HostGrid {
+      std::string call;
+      std::vector<int64_t> tiles;
+    };
+    static const std::map<std::string, HostGrid> kHostGrids = {
+        {"elementwise", {"general::elementwise_host::run<Op>(args)", {0}}},
+        {"matvec", {"general::matmul_host::run_matvec(args)", {0}}},
+        {"matmul", {"general::matmul_host::run<Cfg, Op>(args)", {16, 64}}}};
+    const auto it = kHostGrids.find(grid);
+    const HostGrid host =
+        it != kHostGrids.end() ? it->second : HostGrid{opt + "::run(args)", {0}};
+    for (int64_t t : host.tiles) {
+      auto v = base_variant(family, "host", *info, op_params, t ? Knobs{{"TILE", t}} : Knobs{});
       std::string how =
           t ? "loops blocked in " + std::to_string(t) + "-wide cache tiles over M, N and K"
             : "straightforward loops over contiguous rows";
-      if (cat == "elementwise")
-        finish(v, "", {}, "general::elementwise_host::run<" + opt + ">(args)", how);
-      else if (op == "matvec")
-        finish(v, "", {}, "general::matmul_host::run_matvec(args)", how);
-      else if (cat == "matmul")
-        finish(v, "general::matmul_host::Config", {{"TILE", n(t)}},
-               "general::matmul_host::run<Cfg, " + opt + ">(args)", how);
-      else
-        finish(v, "", {}, opt + "::run(args)", how);
+      finish(v, t ? "general::matmul_host::Config" : "",
+             t ? ConfigArgs{{"TILE", n(t)}} : ConfigArgs{}, host.call, how);
     }
     return out;
   }
-  if (cat == "elementwise") {
-    for (int threads : {128, 256, 512})
-      for (int vec : {1, 4}) {
-        auto v =
-            base_variant(family, "cuda", *info, op_params, {{"THREADS", threads}, {"VEC", vec}});
-        finish(v, "general::elementwise::Config", {{"THREADS", n(threads)}, {"VEC", n(vec)}},
-               "general::elementwise::run<Cfg, " + opt + ">(args, stream)",
-               "a grid-stride loop with " + std::to_string(threads) + "-thread blocks" +
-                   (vec == 4 ? ", float4 loads and stores when the pointers are 16-byte aligned "
-                               "plus a scalar tail"
-                             : ", one element per thread per step"));
-      }
-  } else if (op == "sum_cols" || op == "sum_all") {
-    for (int threads : {128, 256}) {
-      auto v = base_variant(family, "cuda", *info, op_params, {{"THREADS", threads}});
-      finish(v, "general::ColsConfig", {{"THREADS", n(threads)}},
-             std::string("general::run_") + op + "<Cfg>(args, stream)",
-             op == "sum_cols"
-                 ? "one thread per column summing down the rows (coalesced reads)"
-                 : "grid-stride partial sums, warp shuffles and shared memory per block, "
-                   "one atomicAdd per block into the zeroed output");
-    }
-  } else if (cat == "reduction" || cat == "softmax" || cat == "norm") {
+  // CUDA grids, by name.
+  auto rows = [&] {
     for (int block : {0, 1})
       for (int threads : {128, 256}) {
         auto v = base_variant(family, "cuda", *info, op_params,
@@ -206,43 +201,93 @@ std::vector<KernelVariant> general_family_variants(const std::string& family,
                      : "one warp per row (" + std::to_string(threads / 32) +
                            " rows per block), reductions with warp shuffles");
       }
-  } else if (cat == "transpose") {
-    for (int tiled : {1, 0})
-      for (int rows : {8, 16}) {
-        if (!tiled && rows == 16) continue;
-        auto v = base_variant(family, "cuda", *info, op_params, {{"TILED", tiled}, {"ROWS", rows}});
-        finish(v, "general::transpose::Config", {{"TILED", b(tiled)}, {"ROWS", n(rows)}},
-               "general::transpose::run<Cfg, " + opt + ">(args, stream)",
-               tiled ? "32x32 tiles through padded shared memory, " + std::to_string(rows) +
-                           " thread rows per tile, coalesced reads and writes"
-                     : "one thread per element (coalesced reads, strided writes)");
-      }
-  } else if (cat == "gather_scatter") {
+  };
+  // sum_cols and sum_all: their own entry points (general::run_<op>).
+  auto column_or_all = [&](const std::string& how) {
+    for (int threads : {128, 256}) {
+      auto v = base_variant(family, "cuda", *info, op_params, {{"THREADS", threads}});
+      finish(v, "general::ColsConfig", {{"THREADS", n(threads)}},
+             "general::run_" + op + "<Cfg>(args, stream)", how);
+    }
+  };
+  auto gather_scatter = [&](const std::string& how) {
     for (int threads : {128, 256}) {
       auto v = base_variant(family, "cuda", *info, op_params, {{"THREADS", threads}});
       finish(v, "general::gather_scatter::Config", {{"THREADS", n(threads)}},
-             "general::gather_scatter::run<Cfg, " + opt + ">(args, stream)",
-             op == "scatter_add_rows"
-                 ? "zero the output, then one thread per source element with atomicAdd"
-                 : "one thread per output element");
+             "general::gather_scatter::run<Cfg, " + opt + ">(args, stream)", how);
     }
-  } else if (op == "matvec") {
-    for (int threads : {128, 256}) {
-      auto v = base_variant(family, "cuda", *info, op_params, {{"THREADS", threads}});
-      finish(v, "general::matmul::MatvecConfig", {{"THREADS", n(threads)}},
-             "general::matmul::run_matvec<Cfg>(args, stream)",
-             "one warp per row, lanes striding over K, shuffle reduction");
-    }
-  } else if (cat == "matmul") {
-    for (int tile : {16, 32}) {
-      auto v = base_variant(family, "cuda", *info, op_params, {{"TILE", tile}});
-      finish(v, "general::matmul::Config", {{"TILE", n(tile)}},
-             "general::matmul::run<Cfg, " + opt + ">(args, stream)",
-             std::to_string(tile) + "x" + std::to_string(tile) +
-                 " shared-memory tiles of A and B, one output per thread, fp32 FMA, bias and "
-                 "activation fused in the epilogue");
-    }
-  }
+  };
+  const std::map<std::string, std::function<void()>> grids = {
+      {"elementwise",
+       [&] {
+         for (int threads : {128, 256, 512})
+           for (int vec : {1, 4}) {
+             auto v = base_variant(family, "cuda", *info, op_params,
+                                   {{"THREADS", threads}, {"VEC", vec}});
+             finish(v, "general::elementwise::Config", {{"THREADS", n(threads)}, {"VEC", n(vec)}},
+                    "general::elementwise::run<Cfg, " + opt + ">(args, stream)",
+                    "a grid-stride loop with " + std::to_string(threads) + "-thread blocks" +
+                        (vec == 4 ? ", float4 loads and stores when the pointers are 16-byte "
+                                    "aligned plus a scalar tail"
+                                  : ", one element per thread per step"));
+           }
+       }},
+      {"columns",
+       [&] { column_or_all("one thread per column summing down the rows (coalesced reads)"); }},
+      {"atomic_all",
+       [&] {
+         column_or_all(
+             "grid-stride partial sums, warp shuffles and shared memory per block, one atomicAdd "
+             "per block into the zeroed output");
+       }},
+      {"reduction", rows},
+      {"softmax", rows},
+      {"norm", rows},
+      {"transpose",
+       [&] {
+         for (int tiled : {1, 0})
+           for (int rows_per_tile : {8, 16}) {
+             if (!tiled && rows_per_tile == 16) continue;
+             auto v = base_variant(family, "cuda", *info, op_params,
+                                   {{"TILED", tiled}, {"ROWS", rows_per_tile}});
+             finish(v, "general::transpose::Config",
+                    {{"TILED", b(tiled)}, {"ROWS", n(rows_per_tile)}},
+                    "general::transpose::run<Cfg, " + opt + ">(args, stream)",
+                    tiled ? "32x32 tiles through padded shared memory, " +
+                                std::to_string(rows_per_tile) +
+                                " thread rows per tile, coalesced reads and writes"
+                          : "one thread per element (coalesced reads, strided writes)");
+           }
+       }},
+      {"gather_scatter", [&] { gather_scatter("one thread per output element"); }},
+      {"scatter_add",
+       [&] {
+         gather_scatter("zero the output, then one thread per source element with atomicAdd");
+       }},
+      {"matvec",
+       [&] {
+         for (int threads : {128, 256}) {
+           auto v = base_variant(family, "cuda", *info, op_params, {{"THREADS", threads}});
+           finish(v, "general::matmul::MatvecConfig", {{"THREADS", n(threads)}},
+                  "general::matmul::run_matvec<Cfg>(args, stream)",
+                  "one warp per row, lanes striding over K, shuffle reduction");
+         }
+       }},
+      {"matmul",
+       [&] {
+         for (int tile : {16, 32}) {
+           auto v = base_variant(family, "cuda", *info, op_params, {{"TILE", tile}});
+           finish(v, "general::matmul::Config", {{"TILE", n(tile)}},
+                  "general::matmul::run<Cfg, " + opt + ">(args, stream)",
+                  std::to_string(tile) + "x" + std::to_string(tile) +
+                      " shared-memory tiles of A and B, one output per thread, fp32 FMA, bias "
+                      "and activation fused in the epilogue");
+         }
+       }},
+  };
+  const auto it = grids.find(grid);
+  if (it == grids.end()) throw std::logic_error("general family " + cat + ": no grid " + grid);
+  it->second();
   return out;
 }
 

@@ -9,6 +9,7 @@
 
 #include "data/families.h"
 #include "data/families_internal.h"
+#include "data/tasks/task_ops.h"
 #include "kernels/hgemm_host_text.h"  // k_hgemm_host_text (generated, as the three below)
 #include "kernels/hgemm_mma_text.h"
 #include "kernels/hgemm_tiled_text.h"
@@ -45,7 +46,7 @@ KernelVariant make(const std::string& family, const std::string& backend, const 
   KernelVariant v;
   v.family = family;
   v.backend = backend;
-  v.op = "hgemm";
+  v.op = hgemm_op().name;
   v.layout = layout;
   v.acc = acc;
   v.params = std::move(params);

@@ -7,6 +7,7 @@
 
 #include "data/families.h"
 #include "data/families_internal.h"
+#include "data/tasks/task_ops.h"
 #include "kernels/hgemm_cutlass_text.h"  // k_hgemm_cutlass_text (generated)
 
 namespace kernelrl {
@@ -98,7 +99,7 @@ std::vector<KernelVariant> hgemm_cutlass_variants() {
       KernelVariant v;
       v.family = "hgemm_cutlass";
       v.backend = "cuda";
-      v.op = "hgemm";
+      v.op = hgemm_op().name;
       v.layout = layout;
       v.acc = "f32";
       v.arch = "sm_90a";

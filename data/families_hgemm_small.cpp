@@ -7,6 +7,7 @@
 
 #include "data/families.h"
 #include "data/families_internal.h"
+#include "data/tasks/task_ops.h"
 #include "kernels/hgemm_small_text.h"  // k_hgemm_small_text (generated)
 
 namespace kernelrl {
@@ -95,7 +96,7 @@ std::vector<KernelVariant> hgemm_small_variants() {
       KernelVariant v;
       v.family = "hgemm_small";
       v.backend = "cuda";
-      v.op = "hgemm";
+      v.op = hgemm_op().name;
       v.layout = layout;
       v.acc = "f32";
       v.arch = "sm_90a";

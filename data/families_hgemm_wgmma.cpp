@@ -6,6 +6,7 @@
 
 #include "data/families.h"
 #include "data/families_internal.h"
+#include "data/tasks/task_ops.h"
 #include "kernels/hgemm_wgmma_text.h"  // k_hgemm_wgmma_text (generated)
 
 namespace kernelrl {
@@ -117,7 +118,7 @@ std::vector<KernelVariant> hgemm_wgmma_variants() {
       KernelVariant v;
       v.family = "hgemm_wgmma";
       v.backend = "cuda";
-      v.op = "hgemm";
+      v.op = hgemm_op().name;
       v.layout = layout;
       v.acc = "f32";
       v.arch = "sm_90a";

@@ -194,7 +194,7 @@ std::vector<KernelVariant> shape_portfolio(const TaskSpec& task,
     const FamilyInfo* info = nullptr;
     for (const auto& f : kernel_families())
       if (f.name == fam) info = &f;
-    if (!info || info->kind != "hgemm")
+    if (!info || info->kind != TaskKind::hgemm)
       throw UserError("--families: \"" + fam + "\" is not an HGEMM kernel family");
     if (!arch_runs(info->arch, device_arch)) continue;
     std::vector<KernelVariant> pool;

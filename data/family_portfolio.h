@@ -36,7 +36,7 @@
 #include <vector>
 
 #include "data/families.h"
-#include "data/task.h"
+#include "data/tasks/task.h"
 
 namespace kernelrl {
 

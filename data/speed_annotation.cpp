@@ -7,7 +7,7 @@
 
 #include "common/error.h"
 #include "data/families.h"
-#include "data/task_suite.h"
+#include "data/tasks/task_suite.h"
 
 namespace kernelrl {
 namespace {

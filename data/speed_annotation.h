@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "data/task.h"
+#include "data/tasks/task.h"
 
 namespace kernelrl {
 

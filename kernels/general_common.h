@@ -1,7 +1,7 @@
 // Shared by the general kernel families (CUDA and host): the task's scalar parameters and the
 // reading of task params from kernelrl_args.dims. The dims convention: the first input's shape,
 // then the task params bit-cast from double (op params first, then the sizes the first input
-// does not carry; data/task_suite.h). Implements no kernel.
+// does not carry; data/tasks/task_suite.h). Implements no kernel.
 #ifndef KERNELRL_GENERAL_COMMON_H
 #define KERNELRL_GENERAL_COMMON_H
 

@@ -10,7 +10,7 @@
 #include <limits>
 
 #include "common/error.h"
-#include "data/tokenizer.h"
+#include "model/tokenizer.h"
 
 #ifdef KERNELRL_HAVE_CUDA
 #include <ATen/cuda/CUDAEvent.h>

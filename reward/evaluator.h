@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "data/task.h"
+#include "data/tasks/task.h"
 #include "reward/eval_result.h"
 #include "reward/result_store.h"
 #include "reward/reward_config.h"

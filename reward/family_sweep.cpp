@@ -15,7 +15,7 @@
 #include "common/error.h"
 #include "common/fs.h"
 #include "data/family_portfolio.h"
-#include "data/task_suite.h"
+#include "data/tasks/task_suite.h"
 #include "reward/evaluator.h"
 
 namespace kernelrl {
@@ -175,7 +175,7 @@ void check_families(const std::vector<std::string>& families, Evaluator& ev) {
     const FamilyInfo* info = nullptr;
     for (const auto& k : kernel_families())
       if (k.name == f) info = &k;
-    if (!info || info->kind != "hgemm")
+    if (!info || info->kind != TaskKind::hgemm)
       throw UserError("--families: \"" + f + "\" is not an HGEMM kernel family");
     if (info->backends.find(gpu ? "cuda" : "host") == std::string::npos)
       throw UserError("--families: " + f + " has no " + (gpu ? "CUDA" : "host") +

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "data/task.h"
+#include "data/tasks/task.h"
 #include "reward/evaluator.h"
 
 namespace kernelrl {

@@ -3,6 +3,7 @@
 #include <regex>
 
 #include "common/error.h"
+#include "data/tasks/task_ops.h"
 
 namespace kernelrl {
 
@@ -24,7 +25,7 @@ nlohmann::json task_to_json(const TaskSpec& t) {
   nlohmann::json in = nlohmann::json::array(), out = nlohmann::json::array();
   for (const auto& s : t.inputs) in.push_back(tensor_to_json(s));
   for (const auto& s : t.outputs) out.push_back(tensor_to_json(s));
-  return {{"name", t.name},     {"kind", t.kind},     {"description", t.description},
+  return {{"name", t.name},     {"kind", task_kind_name(t.kind)},     {"description", t.description},
           {"m", t.m},           {"n", t.n},           {"k", t.k},
           {"layout", t.layout}, {"acc", t.acc},       {"op", t.op},
           {"inputs", in},       {"outputs", out},     {"params", t.params},
@@ -34,7 +35,7 @@ nlohmann::json task_to_json(const TaskSpec& t) {
 TaskSpec task_from_json(const nlohmann::json& j) {
   TaskSpec t;
   t.name = j.value("name", "");
-  t.kind = j.value("kind", "hgemm");
+  t.kind = parse_task_kind(j.value("kind", task_kind_name(TaskKind::hgemm)));
   t.description = j.value("description", "");
   t.m = j.value("m", int64_t{0});
   t.n = j.value("n", int64_t{0});
@@ -65,13 +66,6 @@ void parse_shape(const std::string& text, int64_t& m, int64_t& n, int64_t& k) {
     throw UserError("shape \"" + text + "\": each of M, N, K must be in [1, 1048576]");
 }
 
-std::string task_shape(const TaskSpec& t) {
-  if (t.kind == "hgemm")
-    return std::to_string(t.m) + "x" + std::to_string(t.n) + "x" + std::to_string(t.k);
-  std::string s;
-  if (!t.inputs.empty())
-    for (auto d : t.inputs[0].shape) s += (s.empty() ? "" : "x") + std::to_string(d);
-  return s;
-}
+std::string task_shape(const TaskSpec& t) { return op_shape(t); }
 
 }  // namespace kernelrl

@@ -1,12 +1,12 @@
 // TaskSpec <-> JSON for the evaluator's worker protocol, plus the HGEMM task constructor the CLI
-// and tests use. data/task.h stays the only definition of the task vocabulary.
+// and tests use. data/tasks/task.h stays the only definition of the task vocabulary.
 #pragma once
 
 #include <nlohmann/json.hpp>
 
 #include <string>
 
-#include "data/task.h"
+#include "data/tasks/task.h"
 
 namespace kernelrl {
 

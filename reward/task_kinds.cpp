@@ -1,5 +1,7 @@
 #include "reward/task_kinds.h"
 
+#include <stdexcept>
+
 #include "common/error.h"
 #include "reward/evaluator.h"
 
@@ -46,9 +48,13 @@ class GeneralRules final : public TaskKindRules {
 const TaskKindRules& task_kind_rules(const TaskSpec& task) {
   static const HgemmRules hgemm;
   static const GeneralRules general;
-  if (task.kind == "hgemm") return hgemm;
-  if (task.kind == "general") return general;
-  throw UserError("task " + task.name + ": unknown kind \"" + task.kind + "\" (hgemm | general)");
+  switch (task.kind) {
+    case TaskKind::hgemm:
+      return hgemm;
+    case TaskKind::general:
+      return general;
+  }
+  throw std::logic_error("task " + task.name + ": a task kind without evaluator rules");
 }
 
 }  // namespace kernelrl

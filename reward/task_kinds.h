@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "data/task.h"
+#include "data/tasks/task.h"
 #include "reward/result_store.h"
 #include "reward/reward_config.h"
 
@@ -30,7 +30,7 @@ class TaskKindRules {
                           const std::string& timing_key) const = 0;
 };
 
-// The rules of `task.kind` (UserError for an unknown kind).
+// The rules of `task.kind`.
 const TaskKindRules& task_kind_rules(const TaskSpec& task);
 
 }  // namespace kernelrl

@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "data/task.h"
-#include "data/tokenizer.h"
+#include "data/tasks/task.h"
 #include "model/llama.h"
+#include "model/tokenizer.h"
 #include "rollout/prompt.h"
 #include "rollout/rollout_config.h"
 

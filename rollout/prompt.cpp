@@ -3,17 +3,12 @@
 #include <cstdio>
 #include <sstream>
 
-#include "data/tokenizer.h"
+#include "data/tasks/task_ops.h"
 #include "model/chat_format.h"
+#include "model/tokenizer.h"
 
 namespace kernelrl {
 namespace {
-
-std::string shape_str(const std::vector<int64_t>& s) {
-  std::string out = "[";
-  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
-  return out + "]";
-}
 
 std::string trim(const std::string& s) {
   size_t b = s.find_first_not_of(" \t\r\n");
@@ -34,25 +29,8 @@ const char* kContract =
 std::string describe_task(const TaskSpec& task, const std::string& backend) {
   std::ostringstream s;
   const bool host = backend == "host";
-  if (task.kind == "hgemm") {
-    s << "Write a " << (host ? "C++ (CPU)" : "CUDA") << " HGEMM kernel: C = A * B with M=" << task.m
-      << ", N=" << task.n << ", K=" << task.k << ". A is MxK row-major fp16 (inputs[0]); B is "
-      << (task.layout == "tn" ? "KxN stored column-major (NxK row-major)" : "KxN row-major")
-      << " fp16 (inputs[1]); C is MxN row-major fp16 (outputs[0]); dims = {M, N, K}. "
-      << "Accumulate in " << (task.acc == "f16" ? "fp16" : "fp32") << ".\n";
-  } else {
-    s << "Write a " << (host ? "C++ (CPU)" : "CUDA") << " kernel for task " << task.name << " ("
-      << task.op << "): " << task.description << "\n";
-    for (size_t i = 0; i < task.inputs.size(); ++i)
-      s << "inputs[" << i << "] " << task.inputs[i].name << ": " << task.inputs[i].dtype << " "
-        << shape_str(task.inputs[i].shape) << "\n";
-    for (size_t i = 0; i < task.outputs.size(); ++i)
-      s << "outputs[" << i << "] " << task.outputs[i].name << ": " << task.outputs[i].dtype << " "
-        << shape_str(task.outputs[i].shape) << "\n";
-    char tol[96];
-    std::snprintf(tol, sizeof tol, "Tolerance: |out - ref| <= %g + %g*|ref|.\n", task.atol, task.rtol);
-    s << tol;
-  }
+  // The task statement is the op entry's (data/tasks/task_ops.h); the contract is the prompt's.
+  s << op_prompt(task, host);
   s << kContract;
   if (host) s << "This is the CPU backend: plain C++, `stream` is null, pointers are host memory.\n";
   return s.str();

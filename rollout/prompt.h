@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "data/task.h"
+#include "data/tasks/task.h"
 #include "rollout/exemplars.h"
 
 namespace kernelrl {

@@ -19,8 +19,9 @@
 #include "common/progress.h"
 #include "common/tensorboard.h"
 #include "data/families.h"
-#include "data/hgemm_split.h"
-#include "data/task_suite.h"
+#include "data/tasks/hgemm_split.h"
+#include "data/tasks/task_ops.h"
+#include "data/tasks/task_suite.h"
 #include "model/chat_format.h"
 #include "model/checkpoint.h"
 #include "model/device.h"
@@ -218,7 +219,7 @@ class RlStage {
       PromptParts parts;
       parts.response_format = ro_.response_format;
       parts.backend = backend_;
-      if (task.kind == "hgemm") parts.device = ro_.prompt_device;
+      if (task_op(task).prompt_names_device) parts.device = ro_.prompt_device;
       parts.prompt_format = job_.model.prompt_format;
       parts.exemplars = sample_exemplars(exemplars_->pool(task.name, step), ro_.n_exemplars,
                                          ro_.n_buckets, ro_.exemplar_temperature, erng);

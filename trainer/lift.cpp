@@ -18,11 +18,12 @@
 #include "common/hash.h"
 #include "common/log.h"
 #include "common/metrics.h"
+#include "data/corpus/minhash.h"
 #include "data/families.h"
 #include "data/family_portfolio.h"
-#include "data/hgemm_split.h"
-#include "data/minhash.h"
-#include "data/task_suite.h"
+#include "data/tasks/hgemm_split.h"
+#include "data/tasks/task_ops.h"
+#include "data/tasks/task_suite.h"
 #include "model/checkpoint.h"
 #include "model/device.h"
 #include "reward/evaluator.h"
@@ -58,7 +59,7 @@ std::vector<Triplet> speed_annotated_triplets(const std::vector<MeasuredShape>& 
       t.context = speed_annotation(r + 1, n, s.device, k.device_us, s.timing, reference, ref_us);
       t.code = k.source;
       t.source = "annotated:" + k.origin;
-      t.tags = {"annotated", backend, "hgemm", "layout_" + s.task.layout, "acc_" + s.task.acc,
+      t.tags = {"annotated", backend, hgemm_op().name, "layout_" + s.task.layout, "acc_" + s.task.acc,
                 "rank_" + std::to_string(r + 1)};
       out.push_back(std::move(t));
     }
@@ -402,7 +403,7 @@ std::vector<LiftShape> measure_lift(const LiftOptions& o) {
     sweep_grid = read_family_grid_csv(o.sweep_csv, o.device.empty() ? ev.device_name() : o.device);
   std::vector<std::string> families;
   for (const auto& f : kernel_families())
-    if (f.kind == "hgemm" && f.backends.find(backend == "gpu" ? "cuda" : "host") != std::string::npos &&
+    if (f.kind == TaskKind::hgemm && f.backends.find(backend == "gpu" ? "cuda" : "host") != std::string::npos &&
         arch_runs(f.arch, ev.arch()))
       families.push_back(f.name);
   const std::string ext = backend == "gpu" ? ".cu" : ".cpp";

@@ -1,7 +1,7 @@
 // The lift experiment's machinery (issue 25): does HGEMM RL make the policy better on shapes it
 // never trained on, and does it find kernels the family sweep did not?
 //   - speed-annotated pretraining examples from measured family grids (speed_annotated_triplets);
-//   - per held-out shape (data.hgemm_heldout, data/hgemm_split.h), at one sample budget, one
+//   - per held-out shape (data.hgemm_heldout, data/tasks/hgemm_split.h), at one sample budget, one
 //     prompt and one seed: the best of N samples of the policy before HGEMM RL and after it, the
 //     sweep's best family variant and the best exemplar the prompt showed, all evaluated in one
 //     evaluator batch (measure_lift), with novelty and a per-shape table;
@@ -19,8 +19,8 @@
 #include <string>
 #include <vector>
 
+#include "data/corpus/triplet.h"
 #include "data/speed_annotation.h"
-#include "data/triplet.h"
 #include "reward/result_store.h"
 
 namespace kernelrl {
@@ -36,7 +36,7 @@ std::vector<Triplet> speed_annotated_triplets(const std::vector<MeasuredShape>& 
                                               const std::string& reference);
 
 // ---- novelty ------------------------------------------------------------------------------
-// The tokens novelty compares: data/minhash.h's code_tokens (identifiers, numbers, single
+// The tokens novelty compares: data/corpus/minhash.h's code_tokens (identifiers, numbers, single
 // punctuation) of the source with comments and string literals blanked.
 std::vector<std::string> novelty_tokens(const std::string& source);
 // Normalized token edit distance: Levenshtein distance over token lists / the longer length,

@@ -14,8 +14,9 @@
 #include "common/hash.h"
 #include "common/log.h"
 #include "common/progress.h"
-#include "data/hgemm_split.h"
-#include "data/task_suite.h"
+#include "data/families.h"
+#include "data/tasks/hgemm_split.h"
+#include "data/tasks/task_suite.h"
 #include "model/checkpoint.h"
 #include "model/device.h"
 #include "rollout/prompt.h"
@@ -93,24 +94,19 @@ void add_exemplar_context(std::vector<Triplet>& triplets, double rate,
       sibling_code[i] = triplets[j].code;
     }
   }
-  auto has_tag = [](const Triplet& t, const std::string& tag) {
-    return std::find(t.tags.begin(), t.tags.end(), tag) != t.tags.end();
-  };
   for (size_t i = 0; i < triplets.size(); ++i) {
     if (sibling_code[i].empty()) continue;
     Triplet& t = triplets[i];
     std::string block = exemplar_block(0, sibling_code[i], /*score=*/-1);
-    if (hgemm_shapes.empty() || t.tags.size() < 4 || t.tags[3] != "hgemm") {
+    const std::optional<FamilyTags> family = family_tags(t);
+    if (hgemm_shapes.empty() || !family || family->kind != TaskKind::hgemm) {
       t.context += "\n" + block;
       continue;
     }
-    // Tags of a HGEMM family triplet: family, <family>, <cuda|host>, hgemm, layout_*, acc_*.
     const TaskSpec& shape = hgemm_shapes[fnv1a(t.id, 0x9e3779b97f4a7c15ull) % hgemm_shapes.size()];
-    const TaskSpec task = hgemm_task(shape.m, shape.n, shape.k,
-                                     has_tag(t, "layout_tn") ? "tn" : "nn",
-                                     has_tag(t, "acc_f16") ? "f16" : "f32");
+    const TaskSpec task = hgemm_task(shape.m, shape.n, shape.k, family->layout, family->acc);
     PromptParts parts;
-    parts.backend = t.tags[2] == "host" ? "host" : "gpu";
+    parts.backend = family->backend == "host" ? "host" : "gpu";
     parts.device = device;
     t.instruction = task_instruction(task, parts);
     block.pop_back();  // the triplet template adds the newline before the code marker

@@ -15,10 +15,10 @@
 #include <string>
 #include <vector>
 
-#include "data/task.h"
-#include "data/tokenizer.h"
-#include "data/triplet.h"
+#include "data/corpus/triplet.h"
+#include "data/tasks/task.h"
 #include "model/llama.h"
+#include "model/tokenizer.h"
 #include "trainer/pipeline.h"
 
 namespace kernelrl {

@@ -12,8 +12,8 @@
 #include <utility>
 #include <vector>
 
-#include "data/tokenizer.h"
 #include "model/llama.h"
+#include "model/tokenizer.h"
 #include "reward/eval_result.h"
 #include "rollout/group_sampler.h"
 #include "rollout/rollout_config.h"

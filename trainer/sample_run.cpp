@@ -5,7 +5,8 @@
 
 #include "common/error.h"
 #include "common/fs.h"
-#include "data/task_suite.h"
+#include "data/tasks/task_ops.h"
+#include "data/tasks/task_suite.h"
 #include "model/checkpoint.h"
 #include "model/device.h"
 #include "reward/evaluator.h"
@@ -19,7 +20,7 @@ namespace kernelrl {
 namespace {
 
 TaskSpec resolve_task(const JobConfig& job, const SampleRunOptions& o, const std::string& backend) {
-  if (o.task == "hgemm") {
+  if (const OpInfo* op = find_op(o.task); op && op->kind == TaskKind::hgemm) {
     int64_t m, n, k;
     parse_shape(o.shape, m, n, k);
     return hgemm_task(m, n, k, o.layout);

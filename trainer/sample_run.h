@@ -15,7 +15,7 @@ struct SampleRunOptions {
   std::filesystem::path run_dir;
   std::string stage;          // stage whose checkpoint to use; empty = the last one that has any
   int64_t step = -1;          // checkpoint step; -1 = newest
-  std::string task;           // "hgemm" or a task name of the run's general suite
+  std::string task;           // the HGEMM op's name (hgemm) or a task name of the general suite
   std::string shape;          // MxNxK for hgemm
   std::string layout = "nn";  // hgemm layout
   int64_t n = 16;

@@ -14,7 +14,7 @@
 #include <random>
 #include <utility>
 
-#include "data/task_suite.h"
+#include "data/tasks/task_suite.h"
 #include "reward/eval_result.h"
 #include "reward/task_json.h"
 #include "reward/worker/baselines.h"

@@ -6,7 +6,7 @@
 #include <limits>
 #include <map>
 
-#include "data/task_suite.h"
+#include "data/tasks/task_suite.h"
 #include "reward/eval_result.h"
 #include "reward/worker/baselines.h"
 
@@ -367,7 +367,7 @@ class HgemmKind final : public TaskKind {
 };
 
 // ----------------------------------------------------------------------------- general ops
-// A named op with its LibTorch reference (data/task_suite.h): candidates get inputs[]/outputs[]
+// A named op with its LibTorch reference (data/tasks/task_suite.h): candidates get inputs[]/outputs[]
 // and dims = the first input's shape then the params bit-cast to int64; checked by
 // |out − ref| ≤ atol + rtol·|ref|; timed against the reference op.
 class GeneralKind final : public TaskKind {
@@ -454,9 +454,14 @@ class GeneralKind final : public TaskKind {
 
 std::unique_ptr<TaskKind> make_task_kind(const TaskSpec& task, Backend& be, at::Device dev,
                                          HgemmBaselines& baselines, const Opts& opts) {
-  if (task.kind == "hgemm") return std::make_unique<HgemmKind>(task, be, dev, baselines, opts);
-  if (task.kind == "general") return std::make_unique<GeneralKind>(task, dev, opts);
-  fail("unknown_task_kind", "task kind \"" + task.kind + "\" is not hgemm or general", "unsupported");
+  switch (task.kind) {
+    case kernelrl::TaskKind::hgemm:
+      return std::make_unique<HgemmKind>(task, be, dev, baselines, opts);
+    case kernelrl::TaskKind::general:
+      return std::make_unique<GeneralKind>(task, dev, opts);
+  }
+  fail("unknown_task_kind", "task kind " + std::to_string(static_cast<int>(task.kind)) +
+                                " has no worker view", "unsupported");
 }
 
 }  // namespace kernelrl::worker

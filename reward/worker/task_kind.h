@@ -1,7 +1,8 @@
 // Task kinds inside the worker, one struct per kind of task (the model is ggml's test_case):
-// how a kind draws inputs, where its reference answer comes from (data/task_suite.h holds the one
-// reference of every op, HGEMM included), how it checks a candidate's outputs, how it refreshes
-// timing inputs, and which baselines it is timed against. HGEMM and general ops are the kinds.
+// how a kind draws inputs, where its reference answer comes from (the op's entry in
+// data/tasks/task_ops.h holds the one reference of every op, HGEMM included), how it checks a
+// candidate's outputs, how it refreshes timing inputs, and which baselines it is timed against.
+// HGEMM and general ops are the kinds.
 // The check protocol (harness.cpp) and the timing engine (timing.h) are shared by every kind:
 // nothing else in the worker branches on a kind's name. Screen rules per kind live on the
 // evaluator side (reward/task_kinds.h).
@@ -17,7 +18,7 @@
 #include <utility>
 #include <vector>
 
-#include "data/task.h"
+#include "data/tasks/task.h"
 #include "reward/reward_config.h"
 #include "reward/worker/backend.h"
 #include "reward/worker/timing.h"
@@ -74,7 +75,7 @@ class TaskKind {
   virtual std::vector<TensorShape> output_shapes() const = 0;
   // kernelrl_args.dims for these inputs.
   virtual std::vector<int64_t> dims(const std::vector<at::Tensor>& inputs) const = 0;
-  // The reference answer (data/task_suite.h), in the precision the check compares in.
+  // The reference answer (data/tasks/task_suite.h), in the precision the check compares in.
   virtual std::vector<at::Tensor> reference(const std::vector<at::Tensor>& inputs) = 0;
   // Checks `outs` against `ref` for a draw; returns the deviation max|out − ref| (diff_i of
   // Eq. 3); throws CheckFailure. `replay`: outputs of a timed graph replay, checked against the
@@ -101,7 +102,7 @@ class TaskKind {
   virtual nlohmann::json metrics() const = 0;
 };
 
-// The kind of `task` ("hgemm" | "general"); CheckFailure(unsupported) for another.
+// The worker's view of `task`, by its kind (TaskKind); CheckFailure(unsupported) for another.
 std::unique_ptr<TaskKind> make_task_kind(const TaskSpec& task, Backend& be, at::Device dev,
                                          HgemmBaselines& baselines, const Opts& opts);
 

@@ -2,7 +2,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "data/triplet.h"
+#include "data/corpus/triplet.h"
 #include "test_util.h"
 
 namespace kernelrl {

@@ -16,9 +16,9 @@
 
 #include "common/fs.h"
 #include "common/metrics.h"
-#include "data/hgemm_split.h"
-#include "data/task_suite.h"
-#include "data/triplet.h"
+#include "data/corpus/triplet.h"
+#include "data/tasks/hgemm_split.h"
+#include "data/tasks/task_suite.h"
 #include "test_util.h"
 #include "trainer/rl_summary.h"
 

@@ -6,7 +6,7 @@
 
 #include "common/fs.h"
 #include "common/metrics.h"
-#include "data/triplet.h"
+#include "data/corpus/triplet.h"
 #include "test_util.h"
 
 namespace kernelrl {

@@ -7,7 +7,7 @@
 
 #include "common/error.h"
 #include "common/fs.h"
-#include "data/triplet.h"
+#include "data/corpus/triplet.h"
 #include "test_util.h"
 #include "trainer/sweep.h"
 

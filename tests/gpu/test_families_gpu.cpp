@@ -15,8 +15,8 @@
 #include <set>
 
 #include "data/families.h"
-#include "data/task_ops.h"
-#include "data/task_suite.h"
+#include "data/tasks/task_ops.h"
+#include "data/tasks/task_suite.h"
 #include "gpu_test_util.h"
 #include "reward/evaluator.h"
 #include "test_util.h"

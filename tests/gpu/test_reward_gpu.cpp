@@ -17,9 +17,9 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "data/tasks/task_suite.h"
 #include "gpu_test_util.h"
 #include "reward/evaluator.h"
-#include "data/task_suite.h"
 #include "reward/screen.h"
 #include "reward/task_json.h"
 #include "reward_test_util.h"
@@ -44,11 +44,11 @@ RewardConfig gpu_config(const testing::ScratchDir& dir) {
   return cfg;
 }
 
-// The general task `relu` on n f32 elements (data/task_ops.h).
+// The general task `relu` on n f32 elements (data/tasks/task_ops.h).
 TaskSpec relu_task(const std::string& name, int64_t n) {
   TaskSpec t;
   t.name = name;
-  t.kind = "general";
+  t.kind = TaskKind::general;
   t.op = "relu";
   t.inputs = {{"x", {n}, "f32", "normal"}};
   t.outputs = {{"y", {n}, "f32", "normal"}};

@@ -9,7 +9,7 @@
 #include "catalog/export.h"
 #include "common/error.h"
 #include "common/fs.h"
-#include "data/task_suite.h"
+#include "data/tasks/task_suite.h"
 #include "reward/result_store.h"
 #include "test_util.h"
 

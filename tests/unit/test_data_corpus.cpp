@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "common/error.h"
-#include "data/corpus_builder.h"
+#include "data/corpus/corpus_builder.h"
 #include "test_util.h"
 
 namespace kernelrl {

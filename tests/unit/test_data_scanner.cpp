@@ -6,9 +6,9 @@
 #include <cmath>
 #include <set>
 
-#include "data/bm25.h"
-#include "data/minhash.h"
-#include "data/source_scanner.h"
+#include "data/corpus/bm25.h"
+#include "data/corpus/minhash.h"
+#include "data/corpus/source_scanner.h"
 
 namespace kernelrl {
 namespace {

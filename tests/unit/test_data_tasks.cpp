@@ -13,8 +13,8 @@
 
 #include "common/error.h"
 #include "data/families.h"
-#include "data/task_ops.h"
-#include "data/task_suite.h"
+#include "data/tasks/task_ops.h"
+#include "data/tasks/task_suite.h"
 #include "test_util.h"
 
 namespace kernelrl {
@@ -34,7 +34,7 @@ TEST(TaskSuite, GeneralSuiteHasFortyTasksAndAHeldOutSplit) {
   EXPECT_EQ(held.size() + train.size(), tasks.size());
   std::set<std::string> cats;
   for (const auto& t : tasks) {
-    EXPECT_EQ(t.kind, "general");
+    EXPECT_EQ(t.kind, TaskKind::general);
     cats.insert(find_op(t.op)->category);
     EXPECT_THAT(t.description, HasSubstr("inputs[0] = "));
     EXPECT_LE(general_task_dims(t).size(), 8u);
@@ -123,6 +123,95 @@ TEST(TaskSuite, HgemmGrids) {
     EXPECT_THAT(e.what(), HasSubstr("bad.txt:2: expected `MxNxK"));
   }
   EXPECT_THROW(hgemm_grid("nonexistent-grid"), UserError);
+}
+
+// The op entries (data/tasks/task_ops.h): one HGEMM entry, every general op complete and
+// written by a general family, names unique, and the kind names parse back.
+TEST(TaskOps, EveryEntryIsCompleteAndListedOnce) {
+  std::set<std::string> names, general_families;
+  for (const auto& f : kernel_families())
+    if (f.kind == TaskKind::general) general_families.insert(f.name);
+  int hgemm = 0;
+  for (const auto& op : all_ops()) {
+    EXPECT_TRUE(names.insert(op.name).second) << op.name << " listed twice";
+    EXPECT_EQ(find_op(op.name), &op);
+    EXPECT_NE(op.reference, nullptr) << op.name;
+    EXPECT_FALSE(op.inputs.empty()) << op.name;
+    EXPECT_EQ(op.outputs.size(), 1u) << op.name;
+    if (op.kind == TaskKind::hgemm) {
+      ++hgemm;
+      EXPECT_EQ(&hgemm_op(), &op);
+      EXPECT_TRUE(op.prompt_names_device);
+      continue;
+    }
+    EXPECT_TRUE(general_families.count(op.category)) << op.name << ": " << op.category;
+    // Every general op has variants on both backends from its family's grid.
+    std::vector<double> params(op.params.size(), 0.5);
+    for (const std::string be : {"cuda", "host"})
+      EXPECT_FALSE(general_family_variants(op.category, be, op.name, params).empty())
+          << op.name << " on " << be;
+  }
+  EXPECT_EQ(hgemm, 1);
+  EXPECT_GE(names.size(), 48u);
+  for (TaskKind k : {TaskKind::hgemm, TaskKind::general})
+    EXPECT_EQ(parse_task_kind(task_kind_name(k)), k);
+  EXPECT_THROW(parse_task_kind("gemm"), UserError);
+  EXPECT_EQ(find_op("no_such_op"), nullptr);
+}
+
+// HGEMM goes through the same entry path as the general ops: its inputs are still A [M,K] and
+// B ([K,N] nn, [N,K] tn) drawn in that order from the seed (fp32 normal rounded to fp16, as an
+// independent generator gives them), also for a TaskSpec built by hand without tensors.
+TEST(TaskOps, HgemmInputsAndReferenceFollowTheTaskVariables) {
+  TaskSpec t;  // kind hgemm by default, no inputs listed
+  t.m = 64;
+  t.n = 96;
+  t.k = 32;
+  t.layout = "tn";
+  auto in = make_inputs(t, 11, at::kCPU);
+  ASSERT_EQ(in.size(), 2u);
+  at::Generator gen = at::detail::createCPUGenerator(11);
+  at::Tensor a = at::randn({64, 32}, gen, at::TensorOptions().dtype(at::kFloat)).to(at::kHalf);
+  at::Tensor b = at::randn({96, 32}, gen, at::TensorOptions().dtype(at::kFloat)).to(at::kHalf);
+  EXPECT_TRUE(at::equal(in[0], a));
+  EXPECT_TRUE(at::equal(in[1], b));
+  // The reference: fp32 products of A and B^T (B stored N x K), rounded to fp16.
+  at::Tensor want = at::zeros({64, 96}, at::kFloat);
+  auto af = a.to(at::kFloat), bf = b.to(at::kFloat);
+  for (int64_t kk = 0; kk < 32; ++kk)
+    want += af.index({at::indexing::Slice(), kk}).unsqueeze(1) *
+            bf.index({at::indexing::Slice(), kk}).unsqueeze(0);
+  auto ref = reference_outputs(t, in);
+  ASSERT_EQ(ref.size(), 1u);
+  EXPECT_EQ(ref[0].scalar_type(), at::kHalf);
+  EXPECT_LE((ref[0].to(at::kFloat) - want.to(at::kHalf).to(at::kFloat)).abs().max().item<double>(),
+            0.0625);
+  EXPECT_EQ(op_shape(t), "64x96x32");
+  EXPECT_THAT(op_prompt(t, /*host=*/false), HasSubstr("KxN stored column-major"));
+}
+
+// A family variant's triplet tags read back (the pretraining stage picks HGEMM ones by them).
+TEST(TaskOps, FamilyTagsReadBackWhatVariantTripletWrote) {
+  KernelVariant h;
+  for (const auto& v : hgemm_family_variants("hgemm_host"))
+    if (v.layout == "tn" && v.acc == "f16") h = v;
+  ASSERT_FALSE(h.name.empty());
+  auto f = family_tags(variant_triplet(h));
+  ASSERT_TRUE(f.has_value());
+  EXPECT_EQ(f->kind, TaskKind::hgemm);
+  EXPECT_EQ(f->family, "hgemm_host");
+  EXPECT_EQ(f->backend, "host");
+  EXPECT_EQ(f->layout, "tn");
+  EXPECT_EQ(f->acc, "f16");
+  auto g = general_family_variants("softmax", "cuda", "softmax_rows", {});
+  ASSERT_FALSE(g.empty());
+  auto fg = family_tags(variant_triplet(g[0]));
+  ASSERT_TRUE(fg.has_value());
+  EXPECT_EQ(fg->kind, TaskKind::general);
+  EXPECT_EQ(fg->op, "softmax_rows");
+  Triplet plain;
+  plain.tags = {"kernel", "cuda"};
+  EXPECT_FALSE(family_tags(plain).has_value());
 }
 
 // Independent checks of a few references (formulas written out elementwise).

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "common/error.h"
-#include "data/triplet.h"
+#include "data/corpus/triplet.h"
 #include "test_util.h"
 
 namespace kernelrl {

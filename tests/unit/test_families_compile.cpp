@@ -18,8 +18,8 @@
 #include "common/error.h"
 #include "data/families.h"
 #include "data/families_internal.h"
-#include "data/task_ops.h"
-#include "data/task_suite.h"
+#include "data/tasks/task_ops.h"
+#include "data/tasks/task_suite.h"
 #include "kernels/general_elementwise_host_text.h"  // the whole bodies (generated, k_<file>_text)
 #include "kernels/general_elementwise_text.h"
 #include "kernels/general_gather_scatter_host_text.h"
@@ -100,7 +100,7 @@ std::string one_translation_unit(const std::vector<KernelVariant>& vs) {
 // Every variant of a family: HGEMM families, or a general family's variants of every op of the
 // general suite on both backends.
 std::vector<KernelVariant> family_variants(const FamilyInfo& f) {
-  if (f.kind == "hgemm") return hgemm_family_variants(f.name);
+  if (f.kind == TaskKind::hgemm) return hgemm_family_variants(f.name);
   std::vector<KernelVariant> out;
   for (const auto& t :
        load_task_suite(std::string(KERNELRL_SOURCE_DIR) + "/configs/tasks/general.yaml")) {
@@ -586,7 +586,7 @@ TEST(FamiliesCompile, EveryDistinctVariantSourceCompiles) {
   for (const auto& f : kernel_families()) {
     std::vector<KernelVariant> cuda;
     for (const auto& v : distinct_sources(family_variants(f)))
-      (v.backend == "host" ? host : f.kind == "general" ? general_cuda : cuda).push_back(v);
+      (v.backend == "host" ? host : f.kind == TaskKind::general ? general_cuda : cuda).push_back(v);
     if (f.name == "hgemm_mma") {
       EXPECT_GE(cuda.size(), 20u);  // layouts x accumulators x main loops x epilogues x split-K
     }
@@ -763,7 +763,7 @@ TEST(Families, VariantsCarryInstructionsAndDistinctNames) {
   std::set<std::string> names;
   size_t total = 0;
   for (const auto& f : kernel_families()) {
-    if (f.kind != "hgemm") continue;
+    if (f.kind != TaskKind::hgemm) continue;
     for (const auto& v : hgemm_family_variants(f.name)) {
       ++total;
       names.insert(v.name);

@@ -9,7 +9,7 @@
 
 #include "common/error.h"
 #include "data/family_portfolio.h"
-#include "data/task_suite.h"
+#include "data/tasks/task_suite.h"
 
 namespace kernelrl {
 namespace {

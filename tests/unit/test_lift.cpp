@@ -12,14 +12,14 @@
 #include "common/fs.h"
 #include "common/metrics.h"
 #include "data/families.h"
-#include "data/hgemm_split.h"
 #include "data/speed_annotation.h"
-#include "data/task_suite.h"
+#include "data/tasks/hgemm_split.h"
+#include "data/tasks/task_suite.h"
 #include "rollout/exemplar_store.h"
 #include "rollout/prompt.h"
+#include "test_util.h"
 #include "trainer/lift.h"
 #include "trainer/rl_summary.h"
-#include "test_util.h"
 
 namespace kernelrl {
 namespace {

@@ -9,8 +9,8 @@
 #include <fstream>
 
 #include "common/error.h"
-#include "data/tokenizer.h"
 #include "model/checkpoint.h"
+#include "model/tokenizer.h"
 #include "test_util.h"
 
 using namespace kernelrl;

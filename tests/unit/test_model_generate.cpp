@@ -8,8 +8,8 @@
 #include <cmath>
 #include <fstream>
 
-#include "data/tokenizer.h"
 #include "model/generate.h"
+#include "model/tokenizer.h"
 #include "test_util.h"
 
 using namespace kernelrl;

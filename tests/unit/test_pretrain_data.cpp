@@ -3,10 +3,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "test_util.h"
-#include "data/task_suite.h"
-#include "data/tokenizer.h"
+#include "data/tasks/task_suite.h"
+#include "model/tokenizer.h"
 #include "rollout/prompt.h"
+#include "test_util.h"
 #include "trainer/pretrain_stage.h"
 
 namespace kernelrl {

@@ -6,7 +6,7 @@
 #include <fstream>
 
 #include "common/error.h"
-#include "data/tokenizer.h"
+#include "model/tokenizer.h"
 #include "rollout/group_sampler.h"
 #include "rollout/prompt.h"
 #include "test_util.h"
@@ -41,7 +41,7 @@ TEST(Prompt, HgemmPromptStatesShapeLayoutContractAndExemplars) {
 
 TEST(Prompt, GeneralTaskListsTensorsAndTolerance) {
   TaskSpec t;
-  t.kind = "general";
+  t.kind = TaskKind::general;
   t.name = "relu_1m";
   t.op = "relu";
   t.description = "y = max(x, 0)";

@@ -8,9 +8,9 @@
 
 #include <fstream>
 
+#include "data/tasks/task_suite.h"
 #include "reward/evaluator.h"
 #include "reward/reward_formula.h"
-#include "data/task_suite.h"
 #include "reward/task_json.h"
 #include "reward_test_util.h"
 #include "test_util.h"
@@ -172,14 +172,14 @@ TEST(RewardHost, ScreenCompileAndLoadFailuresAreResults) {
   for (const auto& r : rs) EXPECT_EQ(r.reward, -1.0);
 }
 
-// A general task (op relu of data/task_ops.h) through the same pipeline: checked against the
+// A general task (op relu of data/tasks/task_ops.h) through the same pipeline: checked against the
 // LibTorch reference with |out - ref| <= atol + rtol*|ref| and timed against it.
 TEST(RewardHost, GeneralTaskChecksAgainstTheReferenceOp) {
   testing::ScratchDir dir;
   Evaluator ev(host_config(dir), dir / "results.sqlite");
   TaskSpec t;
   t.name = "relu_host_test";
-  t.kind = "general";
+  t.kind = TaskKind::general;
   t.op = "relu";
   t.inputs = {{"x", {65536}, "f32", "normal"}};
   t.outputs = {{"y", {65536}, "f32", "normal"}};

@@ -10,7 +10,7 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "data/task_suite.h"
+#include "data/tasks/task_suite.h"
 #include "reward/evaluator.h"
 #include "reward/screen.h"
 #include "reward_test_util.h"

@@ -12,7 +12,7 @@
 #include <sstream>
 #include <thread>
 
-#include "data/task_suite.h"
+#include "data/tasks/task_suite.h"
 #include "reward/evaluator.h"
 #include "reward/subprocess.h"
 #include "reward_test_util.h"
@@ -28,7 +28,7 @@ std::string fixture(const std::string& name) {
 TaskSpec relu_task() {
   TaskSpec t;
   t.name = "relu_timing_test";
-  t.kind = "general";
+  t.kind = TaskKind::general;
   t.op = "relu";
   t.inputs = {{"x", {4096}, "f32", "normal"}};
   t.outputs = {{"y", {4096}, "f32", "normal"}};

@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "common/error.h"
-#include "data/tokenizer.h"
+#include "model/tokenizer.h"
 #include "test_util.h"
 
 using namespace kernelrl;

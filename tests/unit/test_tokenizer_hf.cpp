@@ -1,4 +1,4 @@
-// HF tokenizer.json (data/tokenizer_hf.h) against the `tokenizers` library: three byte-level
+// HF tokenizer.json (model/tokenizer_hf.h) against the `tokenizers` library: three byte-level
 // BPE tokenizers (Qwen2, Llama 3 and GPT-2 styles) trained by tests/golden/tokenizer_hf/
 // hf_tokenizers.py on the repository's own sources and docs (~1.5 MB) plus hand-written Unicode,
 // whitespace and special-token cases; every encoding must equal tokenizers' exactly (metric:
@@ -11,8 +11,8 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
-#include "data/tokenizer.h"
 #include "model/checkpoint.h"
+#include "model/tokenizer.h"
 #include "test_util.h"
 
 using namespace kernelrl;

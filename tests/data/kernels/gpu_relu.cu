@@ -1,4 +1,4 @@
-// General task `relu` (data/task_ops.h) on the GPU: y = max(x, 0), dims = {N}.
+// General task `relu` (data/tasks/task_ops.h) on the GPU: y = max(x, 0), dims = {N}.
 #include "kernel_abi.h"
 
 __global__ void relu(const float* x, float* y, int64_t n) {

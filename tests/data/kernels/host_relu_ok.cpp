@@ -1,4 +1,4 @@
-// Host-backend general task `relu` (data/task_ops.h): y = max(x, 0), dims = {N}.
+// Host-backend general task `relu` (data/tasks/task_ops.h): y = max(x, 0), dims = {N}.
 #include "kernel_abi.h"
 
 extern "C" int kernelrl_launch(const kernelrl_args* a, void* stream) {

@@ -1,7 +1,8 @@
 // A kernel-writing task: what a candidate must compute, on which shapes, checked how.
-// Shared vocabulary of the task suites (data/), the evaluator (reward/), the prompt builder
-// (rollout/) and the trainer. Defines no evaluation logic; the suites' loading and the LibTorch
-// reference computations live in data/task_suite.h.
+// Shared vocabulary of the task suites (data/tasks/), the evaluator (reward/), the prompt builder
+// (rollout/) and the trainer. Defines no evaluation logic; what an op is (tensors, reference,
+// description, families) is its entry in data/tasks/task_ops.h, the suites' loading is
+// data/tasks/task_suite.h.
 #pragma once
 
 #include <cstdint>
@@ -9,6 +10,14 @@
 #include <vector>
 
 namespace kernelrl {
+
+// The two kinds of task: HGEMM (one op, with layout and accumulation as variables) and the
+// general ops of a suite. The kind picks the worker's and the evaluator's view of a task
+// (reward/worker/task_kind.h, reward/task_kinds.h); nothing compares kind names.
+enum class TaskKind { hgemm, general };
+// The kind's name in JSON and tags ("hgemm" | "general"), and its parse (UserError otherwise).
+std::string task_kind_name(TaskKind kind);
+TaskKind parse_task_kind(const std::string& name);
 
 // One tensor of a task's inputs or outputs.
 struct TensorSpec {
@@ -20,13 +29,13 @@ struct TensorSpec {
 
 struct TaskSpec {
   std::string name;                 // unique, e.g. "hgemm_4096x4096x4096_nn" or "softmax_rows"
-  std::string kind = "hgemm";       // hgemm | general
+  TaskKind kind = TaskKind::hgemm;
   std::string description;          // what to compute, for the prompt
   // HGEMM: C[M,N] = A[M,K] · B[K,N]; layout nn (B row-major KxN) or tn (B column-major).
   int64_t m = 0, n = 0, k = 0;
   std::string layout = "nn";        // nn | tn
   std::string acc = "f32";          // f32 | f16 (accumulator precision the task requires)
-  // General: named op with a LibTorch reference (data/task_suite.h), its tensors and params.
+  // The op's entry (data/tasks/task_ops.h: the HGEMM entry for kind hgemm), its tensors, params.
   std::string op;                   // reference op name, e.g. "softmax", "gelu", "layernorm"
   std::vector<TensorSpec> inputs;
   std::vector<TensorSpec> outputs;

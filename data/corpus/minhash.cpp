@@ -1,4 +1,4 @@
-#include "data/minhash.h"
+#include "data/corpus/minhash.h"
 
 #include "common/hash.h"
 

@@ -1,4 +1,4 @@
-#include "data/triplet.h"
+#include "data/corpus/triplet.h"
 
 #include <nlohmann/json.hpp>
 

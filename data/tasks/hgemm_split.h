@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "data/task.h"
+#include "data/tasks/task.h"
 
 namespace kernelrl {
 

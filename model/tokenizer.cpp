@@ -1,4 +1,4 @@
-#include "data/tokenizer.h"
+#include "model/tokenizer.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -17,7 +17,7 @@
 #include "common/error.h"
 #include "common/fs.h"
 #include "common/log.h"
-#include "data/tokenizer_hf.h"
+#include "model/tokenizer_hf.h"
 
 namespace kernelrl {
 namespace {

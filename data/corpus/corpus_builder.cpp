@@ -1,4 +1,4 @@
-#include "data/corpus_builder.h"
+#include "data/corpus/corpus_builder.h"
 
 #include <algorithm>
 #include <chrono>
@@ -12,8 +12,8 @@
 #include "common/fs.h"
 #include "common/log.h"
 #include "common/progress.h"
-#include "data/bm25.h"
-#include "data/minhash.h"
+#include "data/corpus/bm25.h"
+#include "data/corpus/minhash.h"
 
 namespace kernelrl {
 namespace {

@@ -1,9 +1,9 @@
-#include "data/bm25.h"
+#include "data/corpus/bm25.h"
 
 #include <algorithm>
 #include <cmath>
 
-#include "data/source_scanner.h"
+#include "data/corpus/source_scanner.h"
 
 namespace kernelrl {
 

@@ -1,7 +1,7 @@
 // Tokenizer: one interface over two kinds of tokenizer file. A SentencePiece tokenizer.model
 // (trained here: BPE with byte fallback and the prompt section markers as user-defined
 // symbols; or a Llama-2-family one) and a Hugging Face tokenizer.json with byte-level BPE
-// (Qwen2/Qwen3, Llama 3, GPT-2 style; data/tokenizer_hf.h). Loads, encodes and decodes;
+// (Qwen2/Qwen3, Llama 3, GPT-2 style; model/tokenizer_hf.h). Loads, encodes and decodes;
 // trains SentencePiece only. It does not build prompts (rollout/ does) nor batch or pad.
 #pragma once
 

@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "data/task.h"
+#include "data/tasks/task.h"
 
 namespace kernelrl {
 

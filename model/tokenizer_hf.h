@@ -25,7 +25,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "data/tokenizer.h"
+#include "model/tokenizer.h"
 
 namespace kernelrl {
 

@@ -1,4 +1,4 @@
-#include "data/tokenizer_hf.h"
+#include "model/tokenizer_hf.h"
 
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>

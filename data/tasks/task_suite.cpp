@@ -1,4 +1,4 @@
-#include "data/task_suite.h"
+#include "data/tasks/task_suite.h"
 
 #include <ATen/ATen.h>
 #include <yaml-cpp/yaml.h>
@@ -12,7 +12,7 @@
 
 #include "common/config.h"
 #include "common/error.h"
-#include "data/task_ops.h"
+#include "data/tasks/task_ops.h"
 
 namespace kernelrl {
 namespace {
@@ -65,12 +65,6 @@ std::map<std::string, int64_t> sizes_of(const TaskSpec& t, const OpInfo& op) {
   take(op.inputs, t.inputs);
   take(op.outputs, t.outputs);
   return sizes;
-}
-
-const OpInfo& op_of(const TaskSpec& t) {
-  const OpInfo* op = find_op(t.op);
-  if (!op) throw UserError("task " + t.name + ": unknown op \"" + t.op + "\"");
-  return *op;
 }
 
 c10::ScalarType scalar_type(const std::string& dtype) {
@@ -145,15 +139,16 @@ std::vector<TaskSpec> load_task_suite(const std::filesystem::path& file,
       return n[key].as<std::string>();
     };
     TaskSpec t;
-    t.kind = "general";
+    t.kind = TaskKind::general;
     t.name = str("name", true);
     t.op = str("op", true);
     if (!names.insert(t.name).second)
       throw ConfigError(path + ".name: duplicate task name \"" + t.name + "\"");
     const OpInfo* op = find_op(t.op);
-    if (!op) {
+    if (!op || op->kind != TaskKind::general) {
       std::string all;
-      for (const auto& o : all_ops()) all += (all.empty() ? "" : ", ") + o.name;
+      for (const auto& o : all_ops())
+        if (o.kind == TaskKind::general) all += (all.empty() ? "" : ", ") + o.name;
       throw ConfigError(path + ".op: unknown op \"" + t.op + "\" (known: " + all + ")");
     }
     auto read_map = [&](const char* key, const std::vector<std::string>& expected, bool integer) {
@@ -237,18 +232,16 @@ std::vector<TaskSpec> select_split(const std::vector<TaskSpec>& tasks, bool hold
 TaskSpec hgemm_task(int64_t m, int64_t n, int64_t k, const std::string& layout,
                     const std::string& acc) {
   TaskSpec t;
-  t.kind = "hgemm";
+  t.kind = TaskKind::hgemm;
   t.m = m;
   t.n = n;
   t.k = k;
   t.layout = layout;
   t.acc = acc;
-  t.op = "hgemm";
-  t.name = "hgemm_" + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) + "_" +
+  t.op = hgemm_op().name;
+  t.name = t.op + "_" + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) + "_" +
            layout + (acc == "f16" ? "_acc16" : "");
-  t.inputs = {{"A", {m, k}, "f16", "normal"},
-              {"B", layout == "nn" ? std::vector<int64_t>{k, n} : std::vector<int64_t>{n, k}, "f16",
-               "normal"}};
+  t.inputs = hgemm_op().input_specs(t);
   t.outputs = {{"C", {m, n}, "f16", "normal"}};
   t.description = "C[M,N] = A[M,K] * B[K,N] in fp16 with " +
                   std::string(acc == "f32" ? "fp32" : "fp16") +
@@ -319,26 +312,8 @@ std::vector<int64_t> general_task_dims(const TaskSpec& t) {
   return d;
 }
 
-at::Tensor hgemm_reference_fp32(const TaskSpec& t, const at::Tensor& a, const at::Tensor& b) {
-  // True fp32 products and sums (no TF32), whatever the global matmul precision says.
-  at::Tensor bf = t.layout == "nn" ? b.to(at::kFloat) : b.to(at::kFloat).t();
-  at::Tensor af = a.to(at::kFloat);
-  if (af.is_cuda()) {
-    bool tf32 = at::globalContext().allowTF32CuBLAS();
-    at::globalContext().setAllowTF32CuBLAS(false);
-    at::Tensor c = at::matmul(af, bf);
-    at::globalContext().setAllowTF32CuBLAS(tf32);
-    return c;
-  }
-  return at::matmul(af, bf);
-}
-
 void refresh_inputs(const TaskSpec& t, std::vector<at::Tensor>& inputs) {
-  if (t.kind == "hgemm") {
-    for (auto& x : inputs) x.normal_();
-    return;
-  }
-  const OpInfo& op = op_of(t);
+  const OpInfo& op = task_op(t);
   auto sizes = sizes_of(t, op);
   for (size_t i = 0; i < inputs.size(); ++i) {
     std::string init = i < op.inputs.size() ? op.inputs[i].init : t.inputs.at(i).init;
@@ -355,18 +330,11 @@ void refresh_inputs(const TaskSpec& t, std::vector<at::Tensor>& inputs) {
 std::vector<at::Tensor> make_inputs(const TaskSpec& t, uint64_t seed, c10::Device device) {
   at::Generator gen = at::detail::createCPUGenerator(seed);
   std::vector<at::Tensor> out;
-  if (t.kind == "hgemm") {
-    auto a = at::randn({t.m, t.k}, gen, at::TensorOptions().dtype(at::kFloat)).to(at::kHalf);
-    auto b = at::randn(
-                 t.layout == "nn" ? std::vector<int64_t>{t.k, t.n} : std::vector<int64_t>{t.n, t.k},
-                 gen, at::TensorOptions().dtype(at::kFloat))
-                 .to(at::kHalf);
-    return {a.to(device), b.to(device)};
-  }
-  const OpInfo& op = op_of(t);
+  const OpInfo& op = task_op(t);
   auto sizes = sizes_of(t, op);
-  for (size_t i = 0; i < t.inputs.size(); ++i) {
-    const TensorSpec& s = t.inputs[i];
+  const std::vector<TensorSpec> specs = op.input_specs ? op.input_specs(t) : t.inputs;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const TensorSpec& s = specs[i];
     std::string init = i < op.inputs.size() ? op.inputs[i].init : s.init;
     at::Tensor x;
     if (init == "index") {
@@ -384,112 +352,12 @@ std::vector<at::Tensor> make_inputs(const TaskSpec& t, uint64_t seed, c10::Devic
 }
 
 std::vector<at::Tensor> reference_outputs(const TaskSpec& t, const std::vector<at::Tensor>& in) {
-  if (t.kind == "hgemm") return {hgemm_reference_fp32(t, in.at(0), in.at(1)).to(at::kHalf)};
-  const OpInfo& op = op_of(t);
+  const OpInfo& op = task_op(t);
   TORCH_CHECK(in.size() == op.inputs.size(), "task ", t.name, ": expected ", op.inputs.size(),
               " inputs, got ", in.size());
-  auto p = [&](size_t i) { return i < t.params.size() ? t.params[i] : 0.0; };
-  const std::string& o = t.op;
-  const at::Tensor& x = in[0];
-  at::Tensor y;
-  if (o == "relu")
-    y = at::relu(x);
-  else if (o == "leaky_relu")
-    y = at::leaky_relu(x, p(0));
-  else if (o == "gelu")
-    y = at::gelu(x);
-  else if (o == "gelu_tanh")
-    y = at::gelu(x, "tanh");
-  else if (o == "sigmoid")
-    y = at::sigmoid(x);
-  else if (o == "tanh")
-    y = at::tanh(x);
-  else if (o == "silu")
-    y = at::silu(x);
-  else if (o == "softplus")
-    y = at::softplus(x, 1.0, 20.0);
-  else if (o == "elu")
-    y = at::elu(x, p(0));
-  else if (o == "hardtanh")
-    y = at::hardtanh(x, p(0), p(1));
-  else if (o == "hardsigmoid")
-    y = at::hardsigmoid(x);
-  else if (o == "mish")
-    y = at::mish(x);
-  else if (o == "selu")
-    y = at::selu(x);
-  else if (o == "softsign")
-    y = x / (1 + x.abs());
-  else if (o == "scale_shift")
-    y = x * p(0) + p(1);
-  else if (o == "add")
-    y = x + in[1];
-  else if (o == "mul")
-    y = x * in[1];
-  else if (o == "add_relu")
-    y = at::relu(x + in[1]);
-  else if (o == "maximum")
-    y = at::maximum(x, in[1]);
-  else if (o == "sum_rows")
-    y = x.sum(1);
-  else if (o == "mean_rows")
-    y = x.mean(1);
-  else if (o == "max_rows")
-    y = x.amax(1);
-  else if (o == "min_rows")
-    y = x.amin(1);
-  else if (o == "argmax_rows")
-    y = x.argmax(1);
-  else if (o == "argmin_rows")
-    y = x.argmin(1);
-  else if (o == "l2norm_rows")
-    y = at::norm(x, 2, {1});
-  else if (o == "cumsum_rows")
-    y = x.cumsum(1);
-  else if (o == "sum_cols")
-    y = x.sum(0);
-  else if (o == "sum_all")
-    y = x.sum().reshape({1});
-  else if (o == "softmax_rows")
-    y = at::softmax(x, 1);
-  else if (o == "log_softmax_rows")
-    y = at::log_softmax(x, 1);
-  else if (o == "softmax_scaled")
-    y = at::softmax(x * p(0), 1);
-  else if (o == "layernorm")
-    y = at::layer_norm(x, {x.size(1)}, in[1], in[2], p(0));
-  else if (o == "add_layernorm")
-    y = at::layer_norm(x + in[1], {x.size(1)}, in[2], in[3], p(0));
-  else if (o == "rmsnorm")
-    y = x * at::rsqrt(x.pow(2).mean(1, true) + p(0)) * in[1];
-  else if (o == "l2_normalize_rows")
-    y = x / at::norm(x, 2, {1}, true).clamp_min(p(0));
-  else if (o == "transpose2d")
-    y = x.t().contiguous();
-  else if (o == "transpose_021")
-    y = x.transpose(1, 2).contiguous();
-  else if (o == "gather_rows")
-    y = at::index_select(x, 0, in[1]);
-  else if (o == "scatter_add_rows") {
-    auto sizes = sizes_of(t, op);
-    y = at::zeros({sizes.at("V"), x.size(1)}, x.options()).index_add_(0, in[1], x);
-  } else if (o == "take_along_rows")
-    y = x.gather(1, in[1].unsqueeze(1)).squeeze(1);
-  else if (o == "matmul")
-    y = at::matmul(x, in[1]);
-  else if (o == "matmul_bias_relu")
-    y = at::relu(at::addmm(in[2], x, in[1]));
-  else if (o == "matmul_bias_gelu")
-    y = at::gelu(at::addmm(in[2], x, in[1]));
-  else if (o == "matmul_bias_sigmoid")
-    y = at::sigmoid(at::addmm(in[2], x, in[1]));
-  else if (o == "matvec")
-    y = at::mv(x, in[1]);
-  else if (o == "bmm")
-    y = at::bmm(x, in[1]);
-  else
-    throw UserError("task " + t.name + ": op \"" + o + "\" has no reference");
-  return {y.contiguous().to(scalar_type(t.outputs.at(0).dtype))};
+  const std::map<std::string, int64_t> sizes = sizes_of(t, op);
+  const at::Tensor y = op.reference(OpCall{t, in, sizes});
+  return {y.contiguous().to(scalar_type(op.outputs.at(0).dtype))};
 }
 
 }  // namespace kernelrl

@@ -1,4 +1,4 @@
-#include "data/source_scanner.h"
+#include "data/corpus/source_scanner.h"
 
 #include <algorithm>
 #include <cctype>

@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "data/data_config.h"
-#include "data/source_scanner.h"
-#include "data/triplet.h"
+#include "data/corpus/corpus_config.h"
+#include "data/corpus/source_scanner.h"
+#include "data/corpus/triplet.h"
 
 namespace kernelrl {
 

@@ -1,4 +1,4 @@
-#include "data/hgemm_split.h"
+#include "data/tasks/hgemm_split.h"
 
 #include <algorithm>
 #include <cmath>
