@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "data/task.h"
-#include "trainer/pipeline.h"
+#include "trainer/stage_context.h"
 
 namespace kernelrl {
 

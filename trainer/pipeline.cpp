@@ -45,6 +45,8 @@ std::vector<const StageConfig*> select_stages(const JobConfig& job,
 
 std::filesystem::path run_pipeline(const JobConfig& job, const PipelineOptions& options) {
   auto stages = select_stages(job, options.only_stages);
+  // Every cross-field rule of every stage that will run, before the first one starts.
+  check_job_config(job, stages, dist::world_size());
   std::vector<StageRunner> runners;
   for (const auto* s : stages) {
     runners.push_back(stage_runner(s->kind));

@@ -19,7 +19,7 @@
 #include "data/tokenizer.h"
 #include "data/triplet.h"
 #include "model/llama.h"
-#include "trainer/pipeline.h"
+#include "trainer/stage_context.h"
 
 namespace kernelrl {
 
