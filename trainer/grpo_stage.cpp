@@ -487,17 +487,19 @@ void RlStage::start(const TrainState& state) {
       scorer_->best_speedup()[k] = v.is_number() ? v.get<double>() : 0.0;  // JSON writes inf as null
   }
   if (state.extra.contains("pending")) {
-    if (!ro_.overlap)
+    if (!ro_.overlap) {
       KRL_LOG(warn) << "resuming with rollout.overlap: 0 from a checkpoint written with it on: "
                        "the rows sampled ahead are trained on first";
+    }
     pending_ = pending_rows_from_json(state.extra.at("pending"), tasks_, job_.model.prompt_format,
                                       ro_.response_format);
   }
   KRL_LOG(info) << "stage " << stage_.name << ": " << tasks_.size() << " tasks on the " << backend_
                 << " backend (" << evaluator_->device_name() << "), policy " << policy_.shape.describe();
-  if (backend_ == "host" && stage_.kind == "hgemm_rl")
+  if (backend_ == "host" && stage_.kind == "hgemm_rl") {
     KRL_LOG(warn) << "no GPU: HGEMM candidates are C++ kernels timed on the CPU (host backend); "
                      "CUDA kernels need a GPU";
+  }
 }
 
 // Beside the loop's state: the reward smoother's windows, the best speedups and the rows

@@ -340,9 +340,10 @@ class PretrainStage final : public StageStep {
   void start(const TrainState&) override {
     KRL_LOG(info) << "model " << policy_.shape.describe() << " on " << device_.str()
                   << (cuda_ ? " (bf16 autocast)" : "");
-    if (dist::group())
+    if (dist::group()) {
       KRL_LOG(info) << "pretrain: " << stage_.batch_size / dist::world_size() << " of "
                     << stage_.batch_size << " sequences per micro-batch on each rank";
+    }
     policy_.model->train();
   }
 
