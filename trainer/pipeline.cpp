@@ -45,6 +45,16 @@ std::vector<const StageConfig*> select_stages(const JobConfig& job,
 
 namespace {
 
+// The RL stages' task lists (data.general_tasks, data.hgemm_grid, data.hgemm_heldout) load and
+// leave training tasks: a suite or grid file that does not parse fails here, not after the
+// stages before them have trained. The evaluator's backend is known only once an RL stage
+// builds it; a suite's parse and its training split do not depend on it (each task carries
+// sizes for both), so "host" stands in for "auto".
+void check_rl_tasks(const JobConfig& job, const std::vector<const StageConfig*>& stages) {
+  for (const auto* s : stages)
+    if (s->kind != "pretrain") rl_stage_tasks(job, s->kind, job.reward.backend == "gpu" ? "gpu" : "host");
+}
+
 // Rank 0 opens the run directory (the fresh/resume/overwrite rule) and is its only writer (the
 // resolved config, kernelrl.log); the other ranks attach to what it opened, or fail with its
 // error, and log to kernelrl.rank<r>.log.
@@ -111,6 +121,7 @@ std::filesystem::path run_pipeline(const JobConfig& job, const PipelineOptions& 
   auto stages = select_stages(job, options.only_stages);
   // Every cross-field rule of every stage that will run, before the first one starts.
   check_job_config(job, stages, dist::world_size());
+  check_rl_tasks(job, stages);
   std::vector<StageRunner> runners;
   for (const auto* s : stages) {
     runners.push_back(stage_runner(s->kind));

@@ -295,6 +295,16 @@ TEST(Config, PipelineChecksEveryStageBeforeTheFirstRuns) {
     EXPECT_THAT(e.what(), HasSubstr("rollout.turns:"));
   }
   EXPECT_FALSE(std::filesystem::exists(dir / "run"));
+  // The RL stage's task list is read before the pretrain stage runs too.
+  job.rollout.turns = 1;
+  job.data.hgemm_grid = (dir / "no_such_grid.txt").string();
+  try {
+    run_pipeline(job, options);
+    FAIL() << "the pipeline ran";
+  } catch (const UserError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("HGEMM grid \"" + job.data.hgemm_grid + "\""));
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir / "run"));
 }
 
 TEST(Config, ShippedConfigsLoad) {
