@@ -34,8 +34,10 @@ void check_rl_stage(const JobConfig& job, const StageConfig& s) {
   if (ro.demonstrations > 0 && ro.response_format != "code")
     throw ConfigError("rollout.demonstrations: needs rollout.response_format: code" + who);
   if (ro.turns > 1 && (ro.demonstrations > 0 || ro.dynamic_sampling_rounds > 0))
-    throw ConfigError("rollout.turns: multi-turn refinement does not combine with "
-                      "rollout.demonstrations or rollout.dynamic_sampling_rounds" + who);
+    throw ConfigError(
+        "rollout.turns: multi-turn refinement does not combine with "
+        "rollout.demonstrations or rollout.dynamic_sampling_rounds" +
+        who);
   // The evaluator refuses this too when it is built, which is after the stages before this one.
   if (job.reward.min_rounds > job.reward.max_rounds)
     throw ConfigError("reward.min_rounds: " + std::to_string(job.reward.min_rounds) +
@@ -65,7 +67,8 @@ JobConfig load_job_config(const std::filesystem::path& path,
     const std::string key = "trainer.stages[" + std::to_string(i) + "].name";
     if (s.name.empty()) s.name = s.kind;
     if (!names.insert(s.name).second)
-      throw ConfigError(key + ": stage name \"" + s.name + "\" is used twice; names must be unique");
+      throw ConfigError(key + ": stage name \"" + s.name +
+                        "\" is used twice; names must be unique");
     if (s.enabled) enabled.push_back(&s);
   }
   check_job_config(job, enabled);

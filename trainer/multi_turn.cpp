@@ -13,12 +13,14 @@ std::string verdict_of(const Scored& s) {
   const EvalResult& r = s.result;
   char buf[256];
   if (s.passed) {
-    std::snprintf(buf, sizeof buf, "correct; %.2f us on the device against %.2f us for %s (speedup %.3f)",
+    std::snprintf(buf, sizeof buf,
+                  "correct; %.2f us on the device against %.2f us for %s (speedup %.3f)",
                   r.cand.median_us, r.t_ref_us, r.reference.c_str(), r.speedup);
     return buf;
   }
-  std::string why = std::string(status_name(r.status)) + (r.check.empty() ? "" : "/" + r.check) + ": " +
-                    (r.status == EvalStatus::compile_error && !r.compile_log.empty() ? r.compile_log : r.reason);
+  std::string why =
+      std::string(status_name(r.status)) + (r.check.empty() ? "" : "/" + r.check) + ": " +
+      (r.status == EvalStatus::compile_error && !r.compile_log.empty() ? r.compile_log : r.reason);
   if (why.size() > 600) why = why.substr(0, 600) + " ...";
   return why;
 }

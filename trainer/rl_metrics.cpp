@@ -10,7 +10,8 @@ namespace kernelrl {
 namespace {
 
 // Reward statistics and the outcome rates over every row (demonstrations included).
-nlohmann::json reward_metrics(const std::vector<Scored>& scored, const std::vector<double>& smoothed) {
+nlohmann::json reward_metrics(const std::vector<Scored>& scored,
+                              const std::vector<double>& smoothed) {
   auto rate = [&](auto pred) {
     double n = 0;
     for (const auto& s : scored) n += pred(s);
@@ -127,11 +128,12 @@ StepLog rl_step_log(const StepBatch& step, const RlStepResult& result, const Rol
   char status[160];
   const double mean = rec["reward_mean"].get<double>(), correct = rec["correct_rate"].get<double>();
   if (rec["demonstrations"].get<double>() > 0)
-    std::snprintf(status, sizeof status, "reward %.3f correct %.0f%% (sampled %.0f%%) best %.2fx", mean,
-                  100 * correct, 100 * rec["sampled_correct_rate"].get<double>(), result.best_speedup);
-  else
-    std::snprintf(status, sizeof status, "reward %.3f correct %.0f%% best %.2fx", mean, 100 * correct,
+    std::snprintf(status, sizeof status, "reward %.3f correct %.0f%% (sampled %.0f%%) best %.2fx",
+                  mean, 100 * correct, 100 * rec["sampled_correct_rate"].get<double>(),
                   result.best_speedup);
+  else
+    std::snprintf(status, sizeof status, "reward %.3f correct %.0f%% best %.2fx", mean,
+                  100 * correct, result.best_speedup);
   log.status = status;
   return log;
 }

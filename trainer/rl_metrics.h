@@ -21,11 +21,12 @@ struct RlStepResult {
   GroupAdvantages advantages;
   GrpoUpdateStats update;
   double lr = 0;
-  int64_t resample_rounds = 0;   // DAPO dynamic sampling's extra rounds
-  double best_speedup = 0;       // the best passing speedup over every task so far
+  int64_t resample_rounds = 0;  // DAPO dynamic sampling's extra rounds
+  double best_speedup = 0;      // the best passing speedup over every task so far
 };
 
 // The step's metrics row (every field metrics.jsonl has carried) and its status text.
-StepLog rl_step_log(const StepBatch& step, const RlStepResult& result, const RolloutConfig& rollout);
+StepLog rl_step_log(const StepBatch& step, const RlStepResult& result,
+                    const RolloutConfig& rollout);
 
 }  // namespace kernelrl

@@ -8,13 +8,18 @@
 namespace kernelrl {
 
 nlohmann::json pending_rows_json(const StepBatch& p) {
-  nlohmann::json j = {{"generated", p.generated}, {"groups", nlohmann::json::array()},
+  nlohmann::json j = {{"generated", p.generated},
+                      {"groups", nlohmann::json::array()},
                       {"rollouts", nlohmann::json::array()}};
   for (const auto& g : p.groups)
-    j["groups"].push_back({{"task", g.task.name}, {"prompt", g.prompt}, {"prompt_ids", g.prompt_ids},
+    j["groups"].push_back({{"task", g.task.name},
+                           {"prompt", g.prompt},
+                           {"prompt_ids", g.prompt_ids},
                            {"exemplars_used", g.exemplars_used}});
   for (const auto& r : p.rollouts)
-    j["rollouts"].push_back({{"group", r.group}, {"completion", r.completion}, {"text", r.text},
+    j["rollouts"].push_back({{"group", r.group},
+                             {"completion", r.completion},
+                             {"text", r.text},
                              {"finish_reason", r.finish_reason},
                              {"policy_logprobs", r.policy_logprobs}});
   return j;
@@ -27,11 +32,13 @@ StepBatch pending_rows_from_json(const nlohmann::json& j, const std::vector<Task
   p.generated = j.at("generated").get<int64_t>();
   for (const auto& g : j.at("groups")) {
     const std::string name = g.at("task").get<std::string>();
-    auto it = std::find_if(tasks.begin(), tasks.end(), [&](const TaskSpec& t) { return t.name == name; });
+    auto it =
+        std::find_if(tasks.begin(), tasks.end(), [&](const TaskSpec& t) { return t.name == name; });
     if (it == tasks.end())
       throw UserError("checkpoint: rows sampled ahead are for task '" + name +
                       "', which this stage no longer has");
-    p.groups.push_back({*it, g.at("prompt").get<std::string>(), g.at("prompt_ids").get<std::vector<int64_t>>(),
+    p.groups.push_back({*it, g.at("prompt").get<std::string>(),
+                        g.at("prompt_ids").get<std::vector<int64_t>>(),
                         g.at("exemplars_used").get<int64_t>(), turn_end(prompt_format)});
   }
   for (const auto& r : j.at("rollouts")) {

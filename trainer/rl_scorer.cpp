@@ -11,13 +11,18 @@ namespace kernelrl {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+double since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
 
 }  // namespace
 
 RlScorer::RlScorer(Evaluator& evaluator, ExemplarStore& exemplars, double failed_reward,
                    bool reuse_evaluations)
-    : evaluator_(evaluator), exemplars_(exemplars), failed_reward_(failed_reward), reuse_(reuse_evaluations) {}
+    : evaluator_(evaluator),
+      exemplars_(exemplars),
+      failed_reward_(failed_reward),
+      reuse_(reuse_evaluations) {}
 
 RlScorer::Plan RlScorer::plan(const StepBatch& batch) {
   Plan p;
@@ -29,7 +34,8 @@ RlScorer::Plan RlScorer::plan(const StepBatch& batch) {
     p.out[i].reward = failed_reward_;
     if (!parsed.ok) continue;
     p.out[i].parsed = true;
-    if (!mine.contains(batch.rollouts[i].group)) continue;  // another rank's: its result is gathered
+    if (!mine.contains(batch.rollouts[i].group))
+      continue;  // another rank's: its result is gathered
     if (reuse_)
       if (auto hit = evaluator_.cached_result(task, parsed.code)) {
         p.out[i].result = *hit;
@@ -53,12 +59,14 @@ void RlScorer::finish(StepBatch& batch, Plan plan, int64_t exemplar_step) {
   auto results = evaluator_.evaluate_batch(plan.fresh);
   batch.times.time += since(t0);
   std::vector<Scored>& out = plan.out;
-  for (size_t j = 0; j < results.size(); ++j) out[plan.fresh_index[j]].result = std::move(results[j]);
+  for (size_t j = 0; j < results.size(); ++j)
+    out[plan.fresh_index[j]].result = std::move(results[j]);
   if (dist::group()) {  // every rank's results: each rank holds the whole step from here on
     const GroupRange mine = my_groups(batch.groups.size());
     std::vector<std::pair<size_t, EvalResult>> own;
     for (size_t i = 0; i < batch.rollouts.size(); ++i)
-      if (out[i].parsed && mine.contains(batch.rollouts[i].group)) own.emplace_back(i, out[i].result);
+      if (out[i].parsed && mine.contains(batch.rollouts[i].group))
+        own.emplace_back(i, out[i].result);
     for (auto& [i, r] : gather_results(own)) out[i].result = std::move(r);
   }
   for (size_t i = 0; i < batch.rollouts.size(); ++i) {
@@ -72,7 +80,8 @@ void RlScorer::finish(StepBatch& batch, Plan plan, int64_t exemplar_step) {
     s.speedup = r.speedup;
     if (!s.passed) continue;
     const std::string& task = batch.groups[batch.rollouts[i].group].task.name;
-    if (dist::is_main()) exemplars_.add(task, {r.hash, batch.rollouts[i].parsed.code, r.reward}, exemplar_step);
+    if (dist::is_main())
+      exemplars_.add(task, {r.hash, batch.rollouts[i].parsed.code, r.reward}, exemplar_step);
     if (std::isfinite(s.speedup)) best_speedup_[task] = std::max(best_speedup_[task], s.speedup);
   }
   batch.scored = std::move(out);

@@ -20,7 +20,8 @@ namespace kernelrl {
 
 class RlScorer {
  public:
-  RlScorer(Evaluator& evaluator, ExemplarStore& exemplars, double failed_reward, bool reuse_evaluations);
+  RlScorer(Evaluator& evaluator, ExemplarStore& exemplars, double failed_reward,
+           bool reuse_evaluations);
 
   // A batch's rows split into those with nothing to evaluate (no code; a stored result) and the
   // sources the evaluator still has to compile and time.

@@ -17,7 +17,7 @@ struct StageContext {
   const RunDir& run_dir;
   MetricsWriter& metrics;
   std::filesystem::path init_checkpoint;  // previous stage's final checkpoint; empty = fresh
-  bool resume = false;                     // continue from this stage's newest checkpoint
+  bool resume = false;                    // continue from this stage's newest checkpoint
 };
 
 }  // namespace kernelrl

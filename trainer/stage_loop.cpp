@@ -30,8 +30,9 @@ class StageLoop {
         config_(ctx.stage),
         stage_(stage),
         tensorboard_(options.tensorboard),
-        tb_(options.tensorboard && dist::is_main() ? ctx.run_dir.root() / "tensorboard" / config_.name
-                                                   : fs::path()) {}
+        tb_(options.tensorboard && dist::is_main()
+                ? ctx.run_dir.root() / "tensorboard" / config_.name
+                : fs::path()) {}
 
   // Optimizer, step, RNG and the stage's extra state from `dir`; the metrics rows after the
   // resumed step are dropped (the resumed run writes them again).
@@ -96,11 +97,12 @@ class StageLoop {
     StagePolicy& policy = stage_.policy();
     check_parameters(policy, "at step " + std::to_string(state_.step));
     if (dist::is_main())
-      last_checkpoint_ = save_stage_checkpoint(ctx_.run_dir.checkpoints_dir(), config_.name,
-                                               policy.model, policy.shape, policy.tokenizer_path,
-                                               *policy.optimizer, state_, ctx_.job.trainer.keep_checkpoints);
+      last_checkpoint_ = save_stage_checkpoint(
+          ctx_.run_dir.checkpoints_dir(), config_.name, policy.model, policy.shape,
+          policy.tokenizer_path, *policy.optimizer, state_, ctx_.job.trainer.keep_checkpoints);
     else
-      last_checkpoint_ = ctx_.run_dir.checkpoints_dir() / config_.name / ("step_" + std::to_string(state_.step));
+      last_checkpoint_ =
+          ctx_.run_dir.checkpoints_dir() / config_.name / ("step_" + std::to_string(state_.step));
     if (dist::Group* group = dist::group()) group->barrier();
   }
 
