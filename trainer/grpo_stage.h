@@ -1,9 +1,10 @@
 // The RL stages (general_rl, hgemm_rl): contrastive GRPO as CUDA-L1 describes it, on the
 // general-kernel suite (LibTorch reference as t_ref) or the HGEMM grid (cuBLAS/cuBLASLt as
-// t_ref). One step reads top to bottom (RlStage::step): pick prompts -> sample groups -> score
-// (one evaluator batch across tasks: every compile in parallel, then timing) -> advantages ->
-// μ clipped updates (trainer/grpo_step.h) -> metrics / checkpoint. Formulas: trainer/grpo.h and
-// docs/grpo.md.
+// t_ref). One step reads top to bottom (RlStage::train_step): pick prompts -> sample groups ->
+// score (trainer/rl_scorer.h: one evaluator batch across tasks, every compile in parallel, then
+// timing) -> [DAPO resampling, later turns] -> advantages -> μ clipped updates
+// (trainer/grpo_step.h); the stage loop (trainer/stage_loop.h) writes its metrics
+// (trainer/rl_metrics.h) and checkpoints. Formulas: trainer/grpo.h and docs/grpo.md.
 #pragma once
 
 #include <filesystem>
@@ -11,7 +12,7 @@
 #include <vector>
 
 #include "data/tasks/task.h"
-#include "trainer/pipeline.h"
+#include "trainer/stage_context.h"
 
 namespace kernelrl {
 

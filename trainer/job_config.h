@@ -70,8 +70,18 @@ struct JobConfig {
   }
 };
 
-// Loads `path` with includes and overrides; checks cross-field rules (unique stage names).
+// Loads `path` with includes and overrides; names unnamed stages after their kind, refuses a
+// name used twice, and runs check_job_config over the enabled stages: a job that loads has no
+// bad combination left for a later stage to find after an earlier one has trained.
 JobConfig load_job_config(const std::filesystem::path& path,
                           const std::vector<std::string>& overrides);
+
+// The cross-field rules of a job, for the stages that will run (each field's own range is
+// checked as it loads): what a stage of each kind needs from the other sections, e.g. an RL
+// stage's rollout.* combination or a pretrain stage's data.corpus and its batch split over
+// `world_size` ranks. Throws ConfigError, one line naming the key. run_pipeline runs it again
+// over the stages --stages picked, before the run directory is opened.
+void check_job_config(const JobConfig& job, const std::vector<const StageConfig*>& stages,
+                      int64_t world_size = 1);
 
 }  // namespace kernelrl

@@ -9,21 +9,11 @@
 #include <string>
 #include <vector>
 
-#include "common/metrics.h"
 #include "common/run_dir.h"
 #include "trainer/job_config.h"
+#include "trainer/stage_context.h"
 
 namespace kernelrl {
-
-// What a stage gets to run with.
-struct StageContext {
-  const JobConfig& job;
-  const StageConfig& stage;
-  const RunDir& run_dir;
-  MetricsWriter& metrics;
-  std::filesystem::path init_checkpoint;  // previous stage's final checkpoint; empty = fresh
-  bool resume = false;                     // continue from this stage's newest checkpoint
-};
 
 // Runs one stage; returns the directory of its final checkpoint.
 using StageRunner = std::function<std::filesystem::path(StageContext&)>;

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <optional>
 
 #include "common/error.h"
 #include "common/fs.h"
@@ -22,6 +23,7 @@
 #include "rollout/prompt.h"
 #include "trainer/distributed.h"
 #include "trainer/grad_sync.h"
+#include "trainer/stage_loop.h"
 #include "trainer/train_utils.h"
 
 namespace kernelrl {
@@ -247,16 +249,21 @@ LmStepStats lm_train_step(LlamaModel& model, torch::optim::AdamW& optimizer,
   return stats;
 }
 
-fs::path run_pretrain_stage(StageContext& ctx) {
+namespace {
+
+// The stage's data: triplets of data.corpus (tag-filtered, split by id hash), laid out with
+// exemplar context, tokenized (a tokenizer trained for this run is trained by rank 0; the
+// others load it after) and packed.
+struct PretrainData {
+  PackedSequences train, heldout;
+  Tokenizer tokenizer;
+  fs::path tokenizer_path;
+};
+
+PretrainData load_pretrain_data(const StageContext& ctx) {
   const StageConfig& stage = ctx.stage;
   const JobConfig& job = ctx.job;
-  const torch::Device device = resolve_device(job.run.device);
-  const bool cuda = device.is_cuda();
-
-  // ---- data -----------------------------------------------------------------------------
-  if (job.data.corpus.empty())
-    throw ConfigError("data.corpus: the pretrain stage needs at least one triplet JSONL file");
-  std::vector<Triplet> train_docs, heldout_docs;
+  std::vector<Triplet> train_docs, heldout_docs;  // data.corpus is non-empty (check_job_config)
   for (size_t i = 0; i < job.data.corpus.size(); ++i) {
     const fs::path p = job.data.corpus[i];
     if (!fs::exists(p))
@@ -277,16 +284,8 @@ fs::path run_pretrain_stage(StageContext& ctx) {
           : std::vector<TaskSpec>{};
   add_exemplar_context(train_docs, stage.exemplar_context, hgemm_shapes, job.rollout.prompt_device);
   add_exemplar_context(heldout_docs, stage.exemplar_context, hgemm_shapes, job.rollout.prompt_device);
-  // Data parallel: every rank holds the whole (deterministic) data; rank r computes rows
-  // [r·B/W, (r+1)·B/W) of each global micro-batch of B rows.
   dist::Group* group = dist::group();
-  const int64_t world = dist::world_size(), rank = dist::rank();
-  if (stage.batch_size % world != 0)
-    throw ConfigError("trainer.stages." + stage.name + ".batch_size: " +
-                      std::to_string(stage.batch_size) + " sequences per micro-batch do not split over " +
-                      std::to_string(world) + " ranks; use a multiple of " + std::to_string(world));
   fs::path tokenizer_path;
-  // A tokenizer trained for this run is trained by rank 0; the others load it after.
   if (group && !dist::is_main()) group->barrier();
   Tokenizer tok = stage_tokenizer(ctx, train_docs, &tokenizer_path);
   if (group && dist::is_main()) group->barrier();
@@ -299,151 +298,159 @@ fs::path run_pretrain_stage(StageContext& ctx) {
   KRL_LOG(info) << "pretrain data: " << train.documents << " documents, " << train.size()
                 << " sequences of " << stage.seq_len << " tokens (" << heldout.size()
                 << " held out); vocab " << tok.vocab_size();
+  return {std::move(train), std::move(heldout), std::move(tok), tokenizer_path};
+}
 
-  // ---- model, optimizer, resume ----------------------------------------------------------
-  ModelShape shape = resolve_shape(job.model, tok.vocab_size());
-  LlamaModel model{nullptr};
-  if (!ctx.init_checkpoint.empty()) {
-    model = load_checkpoint(ctx.init_checkpoint, device, torch::kFloat32).model;
-    shape = model->shape();
-  } else {
-    model = make_model(shape, device, torch::kFloat32, static_cast<uint64_t>(job.run.seed));
-  }
-  model->set_activation_checkpointing(job.model.activation_checkpointing);
-  auto optimizer = make_adamw(*model, stage.optimizer);
-  TrainState state;
-  if (ctx.resume) {
-    if (auto dir = latest_stage_checkpoint(ctx.run_dir.checkpoints_dir(), stage.name)) {
-      auto ck = load_checkpoint(*dir, device, torch::kFloat32);
+// The pretrain step on the stage loop. Data parallel: every rank holds the whole
+// (deterministic) data; rank r computes rows [r·B/W, (r+1)·B/W) of each global micro-batch of
+// B rows (check_job_config made B a multiple of W).
+class PretrainStage final : public StageStep {
+ public:
+  PretrainStage(StageContext& ctx, const std::optional<fs::path>& resume)
+      : stage_(ctx.stage),
+        device_(resolve_device(ctx.job.run.device)),
+        cuda_(device_.is_cuda()),
+        data_(load_pretrain_data(ctx)),
+        order_(data_.train.size(), static_cast<uint64_t>(ctx.job.run.seed)) {
+    const JobConfig& job = ctx.job;
+    policy_.tokenizer_path = data_.tokenizer_path;
+    policy_.shape = resolve_shape(job.model, data_.tokenizer.vocab_size());
+    if (!ctx.init_checkpoint.empty()) {
+      policy_.model = load_checkpoint(ctx.init_checkpoint, device_, torch::kFloat32).model;
+      policy_.shape = policy_.model->shape();
+    } else {
+      policy_.model = make_model(policy_.shape, device_, torch::kFloat32, static_cast<uint64_t>(job.run.seed));
+    }
+    policy_.model->set_activation_checkpointing(job.model.activation_checkpointing);
+    policy_.optimizer = make_adamw(*policy_.model, stage_.optimizer);
+    if (resume) {  // the weights; the loop restores the optimizer, step and RNG
+      auto ck = load_checkpoint(*resume, device_, torch::kFloat32);
       torch::NoGradGuard ng;
       auto src = ck.model->named_parameters();
-      for (auto& p : model->named_parameters()) p.value().copy_(src[p.key()]);
-      state = load_train_state(*dir, *optimizer);
-      KRL_LOG(info) << "resumed stage " << stage.name << " at step " << state.step << " from "
-                    << dir->string();
-      if (state.step >= stage.steps) return *dir;
+      for (auto& p : policy_.model->named_parameters()) p.value().copy_(src[p.key()]);
     }
   }
-  const std::string stage_name = stage.name;
-  const int64_t resumed_step = state.step;
-  ctx.metrics.drop_if([&](const nlohmann::json& r) {
-    return r.value("stage", "") == stage_name && r.value("step", int64_t{0}) > resumed_step;
-  });
-  KRL_LOG(info) << "model " << shape.describe() << " on " << device.str() << (cuda ? " (bf16 autocast)" : "");
-  std::unique_ptr<GradSync> grad_sync;
-  auto check_parameters = [&](const std::string& when) {
-    if (group) group->check_same("parameters " + when, dist::tensors_hash(model->parameters()));
-  };
-  if (group) {
-    check_parameters("at the start of stage " + stage.name);
-    grad_sync = std::make_unique<GradSync>(*group, model->parameters(), job.run.dist.bucket_mb << 20);
-    KRL_LOG(info) << "data parallel over " << world << " ranks (" << group->backend() << "): "
-                  << stage.batch_size / world << " of " << stage.batch_size
-                  << " sequences per micro-batch each, gradients in " << grad_sync->buckets()
-                  << " bucket(s)";
+
+  StagePolicy& policy() override { return policy_; }
+
+  void start(const TrainState&) override {
+    KRL_LOG(info) << "model " << policy_.shape.describe() << " on " << device_.str()
+                  << (cuda_ ? " (bf16 autocast)" : "");
+    if (dist::group()) {
+      KRL_LOG(info) << "pretrain: " << stage_.batch_size / dist::world_size() << " of "
+                    << stage_.batch_size << " sequences per micro-batch on each rank";
+    }
+    policy_.model->train();
   }
 
-  // ---- loop -----------------------------------------------------------------------------
-  SequenceOrder order(train.size(), static_cast<uint64_t>(job.run.seed));
-  const int64_t rows_per_step = stage.batch_size * stage.grad_accum;
+  StepLog train_step(int64_t step, GradSync* sync) override {
+    const auto t0 = std::chrono::steady_clock::now();
+    const double lr = scheduled_lr(stage_.optimizer, step, stage_.steps);
+    set_lr(*policy_.optimizer, lr);
+    const LmStepStats stats = lm_train_step(policy_.model, *policy_.optimizer, micro_batches(step),
+                                            stage_.optimizer.grad_clip, /*fused_adamw=*/true, sync);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    StepLog log;
+    log.metrics = {{"loss", stats.loss},
+                   {"lr", lr},
+                   {"grad_norm", stats.grad_norm},
+                   {"tokens_per_s", rows_per_step() * stage_.seq_len / seconds},
+                   {"target_tokens", stats.target_tokens}};
+    const int64_t done = step + 1;
+    if ((stage_.eval_every > 0 && done % stage_.eval_every == 0) || done == stage_.steps) {
+      const double el = heldout_loss();
+      if (std::isfinite(el)) {
+        log.metrics["eval_loss"] = el;
+        log.metrics["eval_ppl"] = std::exp(el);
+      }
+    }
+    char status[96];
+    std::snprintf(status, sizeof status, "loss %.4f", stats.loss);
+    log.status = status;
+    return log;
+  }
+
+ private:
+  int64_t rows_per_step() const { return stage_.batch_size * stage_.grad_accum; }
+
   // Host rows to the device without a sync: pinned staging, asynchronous copy (the caching host
   // allocator keeps the staging block until the copy has run).
-  auto upload = [&](const torch::Tensor& t) {
-    return cuda ? t.pin_memory().to(device, /*non_blocking=*/true) : t.to(device);
-  };
+  torch::Tensor upload(const torch::Tensor& t) const {
+    return cuda_ ? t.pin_memory().to(device_, /*non_blocking=*/true) : t.to(device_);
+  }
+
+  // The step's grad_accum micro-batches, this rank's shard of each.
+  std::vector<LmBatch> micro_batches(int64_t step) {
+    const int64_t world = dist::world_size(), rank = dist::rank();
+    const int64_t shard = stage_.batch_size / world;
+    std::vector<LmBatch> out;
+    for (int64_t micro = 0; micro < stage_.grad_accum; ++micro) {
+      std::vector<int64_t> idx;
+      for (int64_t j = 0; j < stage_.batch_size; ++j)
+        idx.push_back(order_.row(step * rows_per_step() + micro * stage_.batch_size + j));
+      auto rows = torch::tensor(idx);
+      LmBatch batch;
+      if (dist::group()) {
+        // The loss denominator: targets of the whole micro-batch, known on every rank.
+        batch.target_count = data_.train.loss_mask.index({rows}).slice(1, 1).sum().item<double>();
+        rows = rows.slice(0, rank * shard, (rank + 1) * shard);
+      }
+      batch.tokens = upload(data_.train.tokens.index({rows}));
+      batch.loss_mask = upload(data_.train.loss_mask.index({rows}));
+      out.push_back(std::move(batch));
+    }
+    return out;
+  }
+
   // Held-out loss: the mean over eval micro-batches of each one's masked mean loss. A rank
   // sums its share of a micro-batch's rows; the sums and target counts are all-reduced.
-  auto evaluate = [&]() -> double {
+  double heldout_loss() {
+    const PackedSequences& heldout = data_.heldout;
     if (heldout.size() == 0) return NAN;
+    const int64_t world = dist::world_size(), rank = dist::rank();
+    LlamaModel& model = policy_.model;
     torch::NoGradGuard ng;
-    AutocastGuard ac(cuda);
+    AutocastGuard ac(cuda_);
     model->eval();
     std::vector<torch::Tensor> sums, counts;
-    for (int64_t b = 0; b < stage.eval_batches && b * stage.batch_size < heldout.size(); ++b) {
-      const int64_t lo = b * stage.batch_size, hi = std::min(heldout.size(), lo + stage.batch_size);
+    for (int64_t b = 0; b < stage_.eval_batches && b * stage_.batch_size < heldout.size(); ++b) {
+      const int64_t lo = b * stage_.batch_size, hi = std::min(heldout.size(), lo + stage_.batch_size);
       const int64_t n = hi - lo, mine_lo = lo + n * rank / world, mine_hi = lo + n * (rank + 1) / world;
       if (mine_hi == mine_lo) {
-        sums.push_back(torch::zeros({}, torch::TensorOptions().device(device)));
-        counts.push_back(torch::zeros({}, torch::TensorOptions().device(device)));
+        sums.push_back(torch::zeros({}, torch::TensorOptions().device(device_)));
+        counts.push_back(torch::zeros({}, torch::TensorOptions().device(device_)));
         continue;
       }
       auto rows = torch::arange(mine_lo, mine_hi);
-      auto l = lm_loss(model, heldout.tokens.index({rows}).to(device),
-                       heldout.loss_mask.index({rows}).to(device), /*denominator=*/1.0);
+      auto l = lm_loss(model, heldout.tokens.index({rows}).to(device_),
+                       heldout.loss_mask.index({rows}).to(device_), /*denominator=*/1.0);
       sums.push_back(l.loss.to(torch::kFloat32));
       counts.push_back(l.targets.to(torch::kFloat32));
     }
     auto both = torch::stack({torch::stack(sums), torch::stack(counts)}).to(torch::kFloat64);
-    if (group) group->all_reduce_sum(both);
+    if (dist::Group* group = dist::group()) group->all_reduce_sum(both);
     both = both.cpu();
     model->train();
     double sum = 0;
     for (int64_t b = 0; b < both.size(1); ++b)
       sum += both[0][b].item<double>() / std::max(1.0, both[1][b].item<double>());
     return sum / static_cast<double>(both.size(1));
-  };
-  fs::path last_checkpoint;
-  Progress progress("pretrain " + stage.name, stage.steps);
-  model->train();
-  while (state.step < stage.steps) {
-    const auto t0 = std::chrono::steady_clock::now();
-    const double lr = scheduled_lr(stage.optimizer, state.step, stage.steps);
-    set_lr(*optimizer, lr);
-    std::vector<LmBatch> micro_batches;
-    const int64_t shard = stage.batch_size / world;
-    for (int64_t micro = 0; micro < stage.grad_accum; ++micro) {
-      std::vector<int64_t> idx;
-      for (int64_t j = 0; j < stage.batch_size; ++j)
-        idx.push_back(order.row(state.step * rows_per_step + micro * stage.batch_size + j));
-      auto rows = torch::tensor(idx);
-      LmBatch batch;
-      if (group) {
-        // The loss denominator: targets of the whole micro-batch, known on every rank.
-        batch.target_count = train.loss_mask.index({rows}).slice(1, 1).sum().item<double>();
-        rows = rows.slice(0, rank * shard, (rank + 1) * shard);
-      }
-      batch.tokens = upload(train.tokens.index({rows}));
-      batch.loss_mask = upload(train.loss_mask.index({rows}));
-      micro_batches.push_back(std::move(batch));
-    }
-    const LmStepStats step = lm_train_step(model, *optimizer, micro_batches, stage.optimizer.grad_clip,
-                                           /*fused_adamw=*/true, grad_sync.get());
-    ++state.step;
-    const double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    nlohmann::json rec = {{"stage", stage.name},
-                          {"loss", step.loss},
-                          {"lr", lr},
-                          {"grad_norm", step.grad_norm},
-                          {"tokens_per_s", rows_per_step * stage.seq_len / seconds},
-                          {"target_tokens", step.target_tokens}};
-    if ((stage.eval_every > 0 && state.step % stage.eval_every == 0) || state.step == stage.steps) {
-      double el = evaluate();
-      if (std::isfinite(el)) {
-        rec["eval_loss"] = el;
-        rec["eval_ppl"] = std::exp(el);
-      }
-    }
-    ctx.metrics.write(state.step, rec);
-    char status[96];
-    std::snprintf(status, sizeof status, "loss %.4f", rec["loss"].get<double>());
-    progress.update(state.step, status);
-    if ((stage.checkpoint_every > 0 && state.step % stage.checkpoint_every == 0) ||
-        state.step == stage.steps) {
-      // Rank 0 writes; every rank's parameters must still be the ones it wrote.
-      check_parameters("at step " + std::to_string(state.step));
-      if (dist::is_main())
-        last_checkpoint = save_stage_checkpoint(ctx.run_dir.checkpoints_dir(), stage.name, model,
-                                                shape, tokenizer_path, *optimizer, state,
-                                                job.trainer.keep_checkpoints);
-      else
-        last_checkpoint = ctx.run_dir.checkpoints_dir() / stage.name / ("step_" + std::to_string(state.step));
-      if (group) group->barrier();  // the checkpoint is complete before any rank goes on
-    }
-    crash_here_if_asked(stage.name, state.step);
   }
-  progress.finish();
-  return last_checkpoint;
+
+  const StageConfig& stage_;
+  torch::Device device_;
+  bool cuda_;
+  PretrainData data_;
+  SequenceOrder order_;
+  StagePolicy policy_;
+};
+
+}  // namespace
+
+fs::path run_pretrain_stage(StageContext& ctx) {
+  const std::optional<fs::path> resume = resume_checkpoint(ctx);
+  PretrainStage stage(ctx, resume);
+  return run_stage_loop(ctx, stage, resume);
 }
 
 }  // namespace kernelrl

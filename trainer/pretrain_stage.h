@@ -5,7 +5,8 @@
 // next-token cross-entropy on all tokens or on code tokens only, AdamW, warmup + cosine,
 // gradient accumulation and clipping, bf16 autocast on CUDA, held-out perplexity every
 // eval_every steps, and checkpoints that resume exactly (same losses as without the
-// interruption: data order is a pure function of seed and step).
+// interruption: data order is a pure function of seed and step). The stage is a StageStep on
+// the shared stage loop (trainer/stage_loop.h: resume, metrics, checkpoint cadence).
 #pragma once
 
 #include <torch/optim/adamw.h>
@@ -19,7 +20,7 @@
 #include "data/tasks/task.h"
 #include "model/llama.h"
 #include "model/tokenizer.h"
-#include "trainer/pipeline.h"
+#include "trainer/stage_context.h"
 
 namespace kernelrl {
 

@@ -5,6 +5,7 @@
 #include "common/config.h"
 #include "test_util.h"
 #include "trainer/job_config.h"
+#include "trainer/pipeline.h"
 
 namespace kernelrl {
 namespace {
@@ -210,8 +211,105 @@ TEST(Config, DuplicateStageNamesAreRejected) {
   }
 }
 
+// Cross-field rules run at load, for every enabled stage: a bad rollout combination for the
+// RL stage after a pretrain stage fails before anything trains.
+std::string load_error(const std::string& yaml, const std::vector<std::string>& overrides = {}) {
+  ScratchDir dir;
+  write_text(dir / "j.yaml", yaml);
+  try {
+    load_job_config(dir / "j.yaml", overrides);
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "<no error>";
+}
+
+const char* kPretrainThenRl = R"(
+data: {corpus: [c.jsonl]}
+trainer: {stages: [{name: pre, kind: pretrain, steps: 2}, {name: rl, kind: hgemm_rl, steps: 2}]}
+)";
+
+TEST(Config, CrossFieldRulesOfALaterRlStageFailAtLoad) {
+  EXPECT_EQ(load_error(kPretrainThenRl), "<no error>");
+  EXPECT_THAT(load_error(kPretrainThenRl, {"rollout.turns=2", "rollout.demonstrations=1"}),
+              HasSubstr("rollout.turns: multi-turn refinement does not combine with"));
+  EXPECT_THAT(load_error(kPretrainThenRl, {"rollout.turns=2", "rollout.dynamic_sampling_rounds=1"}),
+              HasSubstr("rollout.turns:"));
+  EXPECT_THAT(load_error(kPretrainThenRl, {"rollout.demonstrations=1", "rollout.response_format=sections"}),
+              HasSubstr("rollout.demonstrations: needs rollout.response_format: code"));
+  EXPECT_THAT(load_error(kPretrainThenRl, {"model.prompt_format=chatml", "rollout.response_format=sections"}),
+              HasSubstr("rollout.response_format: a chat model.prompt_format (chatml)"));
+  EXPECT_THAT(load_error(kPretrainThenRl, {"reward.min_rounds=60", "reward.max_rounds=50"}),
+              HasSubstr("reward.min_rounds: 60 is above reward.max_rounds 50"));
+  // The message names the stage whose rule failed, on one line.
+  const std::string e = load_error(kPretrainThenRl, {"rollout.turns=2", "rollout.demonstrations=1"});
+  EXPECT_THAT(e, HasSubstr("(stage \"rl\", hgemm_rl)"));
+  EXPECT_EQ(e.find('\n'), std::string::npos);
+}
+
+TEST(Config, CrossFieldRulesOfPretrainStages) {
+  EXPECT_THAT(load_error(kPretrainThenRl, {"data.corpus=[]"}),
+              HasSubstr("data.corpus: stage \"pre\" (pretrain) needs at least one triplet JSONL file"));
+  // A rule that depends on the ranks: checked when the pipeline knows how many there are.
+  ScratchDir dir;
+  write_text(dir / "j.yaml", kPretrainThenRl);
+  JobConfig job = load_job_config(dir / "j.yaml", {"trainer.stages.0.batch_size=6"});
+  const std::vector<const StageConfig*> pre = {&job.trainer.stages[0]};
+  EXPECT_NO_THROW(check_job_config(job, pre, /*world_size=*/2));
+  try {
+    check_job_config(job, pre, /*world_size=*/4);
+    FAIL() << "6 sequences split over 4 ranks";
+  } catch (const ConfigError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("trainer.stages[0].batch_size: 6 sequences per micro-batch do "
+                                    "not split over 4 ranks"));
+  }
+}
+
+TEST(Config, DisabledStagesAreCheckedOnlyWhenPicked) {
+  const std::vector<std::string> bad = {"rollout.turns=2", "rollout.demonstrations=1",
+                                        "trainer.stages.1.enabled=false"};
+  EXPECT_EQ(load_error(kPretrainThenRl, bad), "<no error>");
+  ScratchDir dir;
+  write_text(dir / "j.yaml", kPretrainThenRl);
+  JobConfig job = load_job_config(dir / "j.yaml", bad);
+  EXPECT_THROW(check_job_config(job, select_stages(job, {"rl"})), ConfigError);
+}
+
+// The pipeline runs the rules over the stages it picked before it opens the run directory: a
+// job whose RL stage is misconfigured fails before its pretrain stage trains (whose corpus does
+// not even exist here: reaching it would fail differently, with a UserError naming the file).
+TEST(Config, PipelineChecksEveryStageBeforeTheFirstRuns) {
+  ScratchDir dir;
+  write_text(dir / "j.yaml", kPretrainThenRl);
+  JobConfig job = load_job_config(dir / "j.yaml", {"trainer.stages.1.enabled=false"});
+  job.run.dir = (dir / "run").string();
+  job.data.corpus = {(dir / "missing.jsonl").string()};
+  job.rollout.turns = 2;
+  job.rollout.demonstrations = 1;
+  PipelineOptions options;
+  options.only_stages = {"pre", "rl"};
+  try {
+    run_pipeline(job, options);
+    FAIL() << "the pipeline ran";
+  } catch (const ConfigError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("rollout.turns:"));
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir / "run"));
+  // The RL stage's task list is read before the pretrain stage runs too.
+  job.rollout.turns = 1;
+  job.data.hgemm_grid = (dir / "no_such_grid.txt").string();
+  try {
+    run_pipeline(job, options);
+    FAIL() << "the pipeline ran";
+  } catch (const UserError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("HGEMM grid \"" + job.data.hgemm_grid + "\""));
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir / "run"));
+}
+
 TEST(Config, ShippedConfigsLoad) {
-  for (const char* name : {"quickstart.yaml", "debug.yaml", "pipeline.yaml", "hf-policy.yaml"}) {
+  for (const char* name : {"quickstart.yaml", "quickstart-cpu.yaml", "debug.yaml", "pipeline.yaml",
+                           "hf-policy.yaml", "lift.yaml"}) {
     SCOPED_TRACE(name);
     JobConfig job = load_job_config(std::filesystem::path(KERNELRL_SOURCE_DIR) / "configs" / name, {});
     EXPECT_FALSE(job.trainer.stages.empty());

@@ -1,12 +1,18 @@
 // GRPO math against hand-computed values (docs/grpo.md): advantages in the three modes,
 // zero-spread groups, the clipped surrogate on both sides of the clip, both aggregations,
-// gradients that vanish where the clip binds, the k3 KL estimator, and reward smoothing.
+// gradients that vanish where the clip binds, the k3 KL estimator, and reward smoothing; then
+// the RL step's pieces that need no policy (DAPO resampling, turns, rows ahead, metrics).
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
 #include <cmath>
 
+#include "common/error.h"
+#include "trainer/dynamic_sampling.h"
 #include "trainer/grpo.h"
+#include "trainer/multi_turn.h"
+#include "trainer/rl_metrics.h"
+#include "trainer/rl_pending.h"
 
 namespace kernelrl {
 namespace {
@@ -180,6 +186,201 @@ TEST(RewardSmoother, AStepIsNotWinsorizedAgainstItsOwnSamples) {
   auto next = s.apply_step({"a", "a"}, {50, 100});
   EXPECT_EQ(next[0], 50);
   EXPECT_NEAR(next[1], 400.0 / 15 + std::sqrt((7 * std::pow(400.0 / 15, 2) + 8 * std::pow(50 - 400.0 / 15, 2)) / 14), 1e-9);
+}
+
+}  // namespace
+}  // namespace kernelrl
+
+// The RL step's pieces outside the policy (trainer/step_batch.h and what works on it): DAPO's
+// group selection, multi-turn appending, the rows-ahead checkpoint format and the metrics row,
+// on hand-made rows.
+namespace kernelrl {
+namespace {
+
+// `rewards[g]` are group g's rows' rewards, tasks named t<g>.
+StepBatch batch_of(const std::vector<std::vector<double>>& rewards) {
+  StepBatch b;
+  for (size_t g = 0; g < rewards.size(); ++g) {
+    PromptGroup pg;
+    pg.task.name = "t" + std::to_string(g);
+    b.groups.push_back(pg);
+    for (double r : rewards[g]) {
+      Rollout row;
+      row.group = g;
+      row.text = pg.task.name;
+      b.rollouts.push_back(row);
+      Scored s;
+      s.reward = r;
+      b.scored.push_back(s);
+    }
+  }
+  return b;
+}
+
+TEST(DynamicSampling, KeepsGroupsWithSpreadFirstInSamplingOrder) {
+  StepBatch b = batch_of({{1, 1}, {0, 1}, {2, 2}, {3, 0}});
+  EXPECT_FALSE(group_has_spread(b, 0));
+  EXPECT_TRUE(group_has_spread(b, 1));
+  keep_groups_with_spread(b, 3);  // t1, t3 (spread) and t0 (first flat), in sampling order
+  ASSERT_EQ(b.groups.size(), 3u);
+  EXPECT_EQ(b.groups[0].task.name, "t0");
+  EXPECT_EQ(b.groups[1].task.name, "t1");
+  EXPECT_EQ(b.groups[2].task.name, "t3");
+  ASSERT_EQ(b.rollouts.size(), 6u);
+  for (size_t i = 0; i < 6; ++i) {
+    EXPECT_EQ(b.rollouts[i].group, i / 2);  // renumbered
+    EXPECT_EQ(b.rollouts[i].text, b.groups[i / 2].task.name);
+  }
+  EXPECT_EQ(b.scored[5].reward, 0);
+}
+
+TEST(DynamicSampling, ResamplesUntilEnoughGroupsHaveSpread) {
+  StepBatch b = batch_of({{1, 1}, {0, 1}});  // B = 2, one group with spread
+  b.generated = 10;
+  std::vector<std::pair<int64_t, int64_t>> asked;
+  int64_t rounds = resample_flat_groups(b, 2, 3, [&](int64_t round, int64_t count) {
+    asked.emplace_back(round, count);
+    StepBatch more = batch_of({{5, 5}});  // flat again
+    if (round == 2) more = batch_of({{4, 6}});
+    more.generated = 7;
+    more.times.generate = 0.5;
+    return more;
+  });
+  EXPECT_EQ(rounds, 2);
+  EXPECT_EQ(asked, (std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {2, 1}}));
+  ASSERT_EQ(b.groups.size(), 2u);  // the two with spread: the first round's flat group dropped
+  EXPECT_EQ(b.groups[1].task.name, "t0");  // round 2's group (its own t0), renumbered to 1
+  EXPECT_EQ(b.scored[2].reward, 4);
+  EXPECT_EQ(b.generated, 24);            // every round's tokens count
+  EXPECT_DOUBLE_EQ(b.times.generate, 1.0);
+  // Off (R = 0): nothing sampled, nothing dropped.
+  StepBatch c = batch_of({{1, 1}, {0, 1}});
+  EXPECT_EQ(resample_flat_groups(c, 2, 0, [](int64_t, int64_t) -> StepBatch { throw 1; }), 0);
+  EXPECT_EQ(c.groups.size(), 2u);
+}
+
+TEST(MultiTurn, AppendsTurnsInTrajectoryOrder) {
+  StepBatch b = batch_of({{0, 1}, {2, 3}});  // turn 1: 4 trajectories
+  std::vector<std::string> seen;
+  refine_turns(
+      b, 3,
+      [&](const TaskSpec& task, const Rollout& previous, const Scored& verdict) {
+        seen.push_back(task.name + ":" + previous.text + ":" + std::to_string(int(verdict.reward)));
+        PromptGroup g;
+        g.task = task;
+        return g;
+      },
+      [&](std::vector<PromptGroup> prompts, int64_t turn) {
+        StepBatch more;
+        more.groups = std::move(prompts);
+        for (size_t j = 0; j < more.groups.size(); ++j) {
+          Rollout r;
+          r.group = j;
+          r.text = "turn" + std::to_string(turn + 1);
+          more.rollouts.push_back(r);
+          Scored s;
+          s.reward = 10 * (turn + 1) + static_cast<double>(j);
+          more.scored.push_back(s);
+        }
+        return more;
+      });
+  ASSERT_EQ(b.rollouts.size(), 12u);
+  EXPECT_EQ(seen.front(), "t0:t0:0");
+  EXPECT_EQ(seen[4], "t0:turn2:20");  // turn 3's first prompt revises turn 2's first row
+  EXPECT_EQ(b.scored[11].reward, 33);
+  EXPECT_EQ(b.groups[b.rollouts[11].group].task.name, "t1");
+}
+
+TEST(MultiTurn, VerdictSaysWhatTheEvaluatorFound) {
+  Scored none;
+  EXPECT_EQ(verdict_of(none), "no code was found in your response (format failure)");
+  Scored bad;
+  bad.parsed = true;
+  bad.result.status = EvalStatus::compile_error;
+  bad.result.compile_log = std::string(700, 'e');
+  const std::string v = verdict_of(bad);
+  EXPECT_EQ(v.size(), 604u);  // cut at 600 characters
+  EXPECT_EQ(v.substr(v.size() - 4), " ...");
+}
+
+TEST(PendingRows, RoundTripThroughTheCheckpointFormat) {
+  StepBatch p;
+  PromptGroup g;
+  g.task.name = "b";
+  g.prompt = "write it";
+  g.prompt_ids = {1, 2, 3};
+  g.exemplars_used = 2;
+  p.groups.push_back(g);
+  Rollout r;
+  r.group = 0;
+  r.completion = {7, 8};
+  r.text = "<|code|>int x;<|end|>";
+  r.finish_reason = "eos";
+  r.policy_logprobs = {-0.5f, -1.25f};
+  p.rollouts.push_back(r);
+  p.generated = 2;
+  TaskSpec a, b;
+  a.name = "a";
+  b.name = "b";
+  b.kind = "hgemm";
+  const nlohmann::json j = nlohmann::json::parse(pending_rows_json(p).dump());
+  StepBatch back = pending_rows_from_json(j, {a, b}, "raw", "code");
+  EXPECT_EQ(back.generated, 2);
+  ASSERT_EQ(back.groups.size(), 1u);
+  EXPECT_EQ(back.groups[0].task.kind, "hgemm");  // the stage's task, found by name
+  EXPECT_EQ(back.groups[0].prompt_ids, g.prompt_ids);
+  EXPECT_EQ(back.groups[0].exemplars_used, 2);
+  ASSERT_EQ(back.rollouts.size(), 1u);
+  EXPECT_EQ(back.rollouts[0].policy_logprobs, r.policy_logprobs);
+  EXPECT_EQ(back.rollouts[0].completion, r.completion);
+  EXPECT_EQ(back.rollouts[0].parsed.ok, parse_response(r.text, "code").ok);
+  EXPECT_TRUE(back.scored.empty());
+  EXPECT_THROW(pending_rows_from_json(j, {a}, "raw", "code"), UserError);
+}
+
+TEST(RlMetrics, RowCarriesEveryFieldWithHandComputedValues) {
+  StepBatch b = batch_of({{-1, 1}});
+  b.scored[1].parsed = b.scored[1].compiled = b.scored[1].passed = true;
+  b.scored[1].speedup = 2;
+  b.rollouts[1].finish_reason = "demonstration";
+  b.rollouts[0].completion = {1, 2, 3, 4};
+  b.times.generate = 2;
+  b.times.tokens = 10;
+  RlStepResult r;
+  r.smoothed = {-0.5, 1};
+  r.advantages = group_advantages(torch::tensor({-1.f, 1.f}), 2, "group", 1e-4);
+  r.update.passes = {GrpoPassStats{0.25, 0.1, 0.01, 2, 1, 3}, GrpoPassStats{0.5, 0, 0, 0, 0, 4}};
+  r.lr = 1e-3;
+  r.best_speedup = 2;
+  RolloutConfig ro;
+  ro.group_size = 2;
+  StepLog log = rl_step_log(b, r, ro);
+  const nlohmann::json& m = log.metrics;
+  EXPECT_DOUBLE_EQ(m["reward_mean"].get<double>(), 0);
+  EXPECT_NEAR(m["reward_std"].get<double>(), std::sqrt(2.0), 1e-12);
+  EXPECT_DOUBLE_EQ(m["reward_smoothed_mean"].get<double>(), 0.25);
+  EXPECT_DOUBLE_EQ(m["correct_rate"].get<double>(), 0.5);
+  EXPECT_DOUBLE_EQ(m["faster_rate"].get<double>(), 0.5);
+  EXPECT_DOUBLE_EQ(m["sampled_correct_rate"].get<double>(), 0);  // the demonstration passed
+  EXPECT_DOUBLE_EQ(m["sampled_reward_mean"].get<double>(), -1);
+  EXPECT_DOUBLE_EQ(m["demonstrations"].get<double>(), 1);
+  EXPECT_DOUBLE_EQ(m["completion_len"].get<double>(), 2);
+  EXPECT_DOUBLE_EQ(m["loss"].get<double>(), 0.25);
+  EXPECT_DOUBLE_EQ(m["grad_norm"].get<double>(), 3);
+  EXPECT_DOUBLE_EQ(m["loss_last"].get<double>(), 0.5);
+  EXPECT_EQ(m["updates"].get<int64_t>(), 2);
+  EXPECT_DOUBLE_EQ(m["tokens_per_s"].get<double>(), 5);
+  EXPECT_DOUBLE_EQ(m["zero_spread_frac"].get<double>(), 0);
+  EXPECT_EQ(m["advantages"].size(), 2u);
+  EXPECT_FALSE(m.contains("turn1_correct_rate"));  // single turn
+  for (const char* k : {"reward_max", "format_ok_rate", "compiled_rate", "sampled_compiled_rate",
+                        "best_speedup", "kl", "clip_fraction", "entropy", "ratio_mean", "grad_norm_last",
+                        "update_tokens", "resample_rounds", "lr", "prompts_s", "generate_s", "compile_s",
+                        "compile_wait_s", "time_s", "evaluate_s", "overlap", "update_s", "step_s",
+                        "candidates"})
+    EXPECT_TRUE(m.contains(k)) << k;
+  EXPECT_EQ(m.size(), 39u);  // the loop adds stage, step and time
+  EXPECT_EQ(log.status, "reward 0.000 correct 50% (sampled 0%) best 2.00x");
 }
 
 }  // namespace
