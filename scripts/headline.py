@@ -7,11 +7,14 @@ the row's value must be in the quote). The table sits between the markers
 <!-- headline:begin --> and <!-- headline:end --> of docs/benchmarks.md.
 
   python3 scripts/headline.py --check      exit 1 if the table differs from what the data gives,
-                                           or README.md has a measured number the table lacks
+                                           README.md has a measured number the table lacks, or an
+                                           area section one that neither the table nor a report
+                                           the section links has
   python3 scripts/headline.py --write      rewrite the table from the data
   python3 scripts/headline.py --self-test  the check must fail on a changed value, a changed data
-                                           file, a quote its source lacks, and a README number
-                                           the table lacks (CTest runs both --check and this)
+                                           file, a quote its source lacks, a section number
+                                           without a source and a README number the table lacks
+                                           (CTest runs both --check and this)
 
 Only the standard library: a fresh clone runs it before any virtual environment exists.
 """
@@ -270,6 +273,30 @@ def check_readme(table, readme_text):
     return errors
 
 
+def check_sections(doc, table):
+    """Every measured number in the area sections after the table (a value with a unit, not a
+    target written with ≥ or ≤) is in the table or in a report the section links."""
+    errors = []
+    body = doc.split(END, 1)[1] if END in doc else doc
+    for sec in re.split(r"\n(?=## )", body):
+        title = sec.strip().split("\n")[0]
+        texts = [norm(table)]
+        for link in re.findall(r"\]\(([^)#]+\.md)\)", sec):
+            path = ROOT / "docs" / link
+            if not path.exists():
+                errors.append(f"docs/benchmarks.md, {title}: link {link} does not exist")
+                continue
+            texts.append(norm(path.read_text()))
+        for m in README_NUM.finditer(sec):
+            if re.search(r"[≥≤<>]\s*$", sec[max(0, m.start() - 3):m.start()]):
+                continue  # a target, not a measurement
+            for n in NUM.findall(m.group(0)):
+                if not any(re.search(r"(?<![\d.,])" + re.escape(n) + r"(?![\d,]|\.\d)", t) for t in texts):
+                    errors.append(f"docs/benchmarks.md, {title}: '{m.group(0)}' is in neither the table "
+                                  f"nor a report the section links")
+    return errors
+
+
 def current_table(doc):
     if BEGIN not in doc or END not in doc:
         return None
@@ -290,6 +317,7 @@ def check(doc, readme_text, rows=ROWS):
             if a != b:
                 errors.append(f"docs/benchmarks.md headline row {i - 1}: the data gives\n    {a}\n  the table has\n    {b}")
     errors += check_readme(want, readme_text)
+    errors += check_sections(doc, want)
     return errors
 
 
@@ -321,7 +349,11 @@ def self_test(doc, readme_text):
     rows[j]["value"] = rows[j]["value"] + " (9876 s)"
     if not check_quotes(rows):
         failures.append("a value number outside its quote passed")
-    # 4. README quoting a number the table does not have
+    # 4. an area section quoting a number neither the table nor its reports have
+    doc3 = doc.replace("\n## Catalog\n", "\n## Catalog\n\nIt took 4321 s.\n", 1)
+    if doc3 == doc or not check(doc3, readme_text):
+        failures.append("an area-section number outside the table and its reports passed")
+    # 5. README quoting a number the table does not have
     if not check(doc, readme_text + "\nIt took 4321 s.\n"):
         failures.append("a README number outside the table passed")
     return failures
