@@ -28,7 +28,7 @@ if [[ ,$phases, == *,build,* ]]; then
   fi
   # GI_EXTRA_TARGETS: more targets to build (e.g. test_model_gpu), for GI_TESTS to name.
   cmake --build "$build" --target kernelrl kernelrl_eval_worker kernelrl_candidate_runner test_reward_gpu \
-    test_families_gpu test_worker_integrity bench_timing_trust ${GI_EXTRA_TARGETS:-} > /tmp/gi_build.log 2>&1 ||
+    test_families_gpu test_unit bench_timing_trust ${GI_EXTRA_TARGETS:-} > /tmp/gi_build.log 2>&1 ||
     { grep -E "error|FAILED" /tmp/gi_build.log | head -30; tail -20 /tmp/gi_build.log; exit 1; }
   echo "build: $(( $(date +%s) - t0 )) s"
 fi

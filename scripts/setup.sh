@@ -6,7 +6,7 @@
 #   - a project virtual environment .venv with PyTorch 2.11 (whose wheel carries LibTorch)
 #     and, with --test, the Python packages tests compare against (transformers, safetensors)
 #     and matplotlib (bench/plot_family_grid.py, tested);
-#   - configures and builds the project into build/ (Release).
+#   - configures and builds the project into build/ (Release; with --test what the tests need).
 # A second run skips what is already there and only rebuilds what changed.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -62,4 +62,10 @@ if [[ ! -f build/CMakeCache.txt ]]; then
   cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE="$build_type" \
     -DCMAKE_PREFIX_PATH="$torch_prefix" -DKERNELRL_PYTHON="$root/.venv/bin/python"
 fi
-cmake --build build -j"$(nproc)"
+# With --test only what the tests need (kernelrl_tests: everything but the benchmark programs,
+# which no test runs); `cmake --build build` builds those too.
+if ((with_test)); then
+  cmake --build build -j"$(nproc)" --target kernelrl_tests
+else
+  cmake --build build -j"$(nproc)"
+fi

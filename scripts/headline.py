@@ -1,0 +1,391 @@
+#!/usr/bin/env python3
+"""The headline table of docs/benchmarks.md, made from the data it reports.
+
+Each row is either computed from a data file under docs/data/ (CSV or catalog JSON) or quoted
+from a dated report under docs/history/ (the quote must be in that file, and every number of
+the row's value must be in the quote). The table sits between the markers
+<!-- headline:begin --> and <!-- headline:end --> of docs/benchmarks.md.
+
+  python3 scripts/headline.py --check      exit 1 if the table differs from what the data gives,
+                                           README.md has a measured number the table lacks, or an
+                                           area section one that neither the table nor a report
+                                           the section links has
+  python3 scripts/headline.py --write      rewrite the table from the data
+  python3 scripts/headline.py --self-test  the check must fail on a changed value, a changed data
+                                           file, a quote its source lacks, a section number
+                                           without a source and a README number the table lacks
+                                           (CTest runs both --check and this)
+
+Only the standard library: a fresh clone runs it before any virtual environment exists.
+"""
+import csv
+import json
+import lzma
+import math
+import re
+import statistics
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT / "docs" / "data"
+HIST = ROOT / "docs" / "history"
+BEGIN, END = "<!-- headline:begin -->", "<!-- headline:end -->"
+H100 = "H100 80GB HBM3"
+DEVICE = "device time"  # CUDA-graph replay, cold L2, interleaved (docs/timing.md)
+
+
+def read_csv(name):
+    with open(DATA / name, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def geomean(xs):
+    return math.exp(sum(math.log(x) for x in xs) / len(xs))
+
+
+# ---- computed rows ------------------------------------------------------------------------
+def grid_all():
+    rows = read_csv("family_grid_h100.csv")
+    s = [float(r["speedup_lt-auto-max"]) for r in rows]
+    return (f"mean {sum(s) / len(s):.3f}×, geomean {geomean(s):.3f}×, "
+            f"faster at {sum(x > 1 for x in s)}/{len(s)} shapes")
+
+
+def grid_small():
+    rows = read_csv("family_grid_h100.csv")
+    s = [float(r["speedup_lt-auto-max"]) for r in rows
+         if math.log2(int(r["M"]) * int(r["N"]) * int(r["K"])) < 27]
+    fam = sum(r["best_family"] == "hgemm_small" for r in rows
+              if math.log2(int(r["M"]) * int(r["N"]) * int(r["K"])) < 27)
+    return (f"mean {sum(s) / len(s):.3f}×, faster at {sum(x > 1 for x in s)}/{len(s)} shapes "
+            f"(best family hgemm_small at {fam})")
+
+
+def grid_large():
+    rows = read_csv("family_large_h100.csv")
+    s = [float(r["speedup_lt-auto"]) for r in rows]
+    return f"{min(s):.3f}×–{max(s):.3f}× at {len(s)}/{len(s)} (best variant: {rows[0]['best_family']})"
+
+
+def small_64():
+    rows = [r for r in read_csv("small_bench_h100.csv")
+            if r["run"] == "profile" and (r["M"], r["N"], r["K"], r["layout"]) == ("64", "64", "64", "nn")]
+    t = {r["contender"]: float(r["device_us"]) for r in rows}
+    ours = t["small_m32n32k64_s4_sk1_pdl1_nn"]
+    return f"{ours:.2f} µs against {t['lt-auto']:.2f} µs ({t['lt-auto'] / ours:.2f}×)"
+
+
+def catalog():
+    with lzma.open(DATA / "catalog_h100_grid_issue24.json.xz") as f:
+        c = json.load(f)
+    e = c["entries"]
+    return (f"{len(e)} shapes, {len(c['kernels'])} kernels; beats lt-auto at "
+            f"{sum(x['speedup'] > 1 for x in e)} ({sum(x['speedup'] >= 1.05 for x in e)} by ≥ 5 %)")
+
+
+def catalog_torch():
+    rows = read_csv("catalog_grid_torch_h100.csv")
+    s = [float(r["catalog_lt_us"]) / float(r["catalog_us"]) for r in rows]
+    ok = sum(r["dev_ok"] == "True" for r in rows)
+    return (f"geomean {geomean(s):.3f}×, median {statistics.median(s):.3f}×, faster at "
+            f"{sum(x > 1 for x in s)}/{len(s)}; {ok}/{len(rows)} outputs within the bound")
+
+
+def trust_agree():
+    rows = read_csv("trust_h100_2026-11-26.csv")
+    d = [float(r["diff_to_nearer_pct"]) for r in rows]
+    worst = max(d, key=abs)
+    return f"within 3 % at {sum(abs(x) < 3 for x in d)}/{len(d)} shapes (largest {worst:+.2f} %)"
+
+
+def trust_repeat():
+    rows = [r for r in read_csv("trust_h100_2026-11-26.csv") if int(r["shape"]) >= 1024]
+    miss = [r for r in rows if float(r["repeat_diff_pct"]) >= 1]
+    text = f"within 1 % at {len(rows) - len(miss)}/{len(rows)} shapes ≥ 1024³"
+    if miss:
+        text += "; missed at " + ", ".join(f"{r['shape']}³ ({float(r['repeat_diff_pct']):.2f} %, "
+                                           f"clock {r['mhz_run1']}/{r['mhz_run2']} MHz)" for r in miss)
+    return text
+
+
+def compile_rate():
+    rows = [r for r in read_csv("compile_throughput_h100host.csv") if r["label"].startswith("after:")]
+    out = []
+    for fam in ("hgemm_cutlass", "hgemm_wgmma"):
+        v = [r for r in rows if r["label"] == f"after:{fam}"]
+        wall = max(float(r["done_at_s"]) for r in v)
+        out.append(f"{fam} {len(v) / wall * 60:.1f}/min")
+    return ", ".join(out) + " (32 distinct sources each, 16 jobs, cold cache)"
+
+
+# ---- the table ----------------------------------------------------------------------------
+# (area, metric, value: a function or a quoted value, card, date, timing protocol, command,
+#  source: a docs/data file or a docs/history file, quote for history sources)
+ROWS = [
+    dict(area="timing", metric="evaluator's cuBLASLt-autotuned time against a standalone graph timer (no shared code), 64³–16384³",
+         value=trust_agree, card=H100, date="2026-11-26", protocol=DEVICE,
+         command="`bash bench/gpu_integrity.sh B $OUT trust`", source="docs/data/trust_h100_2026-11-26.csv"),
+    dict(area="timing", metric="the same kernel evaluated twice",
+         value=trust_repeat, card=H100, date="2026-11-26", protocol=DEVICE,
+         command="`bash bench/gpu_integrity.sh B $OUT trust`", source="docs/data/trust_h100_2026-11-26.csv"),
+    dict(area="timing", metric="evaluator throughput, 240 distinct naive HGEMM candidates, cold compile cache",
+         value="621 candidates/minute", card="H200", date="2026-11-22", protocol="wall time (16 cores)",
+         command="`bench/bench_evaluator 240 256x256x256`",
+         source="docs/history/2026-11-22-reward-evaluator.md",
+         quote="**23.2 s wall → 621 candidates/minute**"),
+    dict(area="families", metric="best family per shape against lt-auto-max, 1,000-shape `full` grid (nn)",
+         value=grid_all, card=H100, date="2026-11-24/26", protocol=DEVICE,
+         command="`bash bench/gpu_family_grid.sh`, `bench/merge_family_grids.py`",
+         source="docs/data/family_grid_h100.csv"),
+    dict(area="families", metric="the same below 2^27 multiply-adds",
+         value=grid_small, card=H100, date="2026-11-26", protocol=DEVICE,
+         command="`bash bench/gpu_family_grid.sh` (`FAMILIES=hgemm_small`)",
+         source="docs/data/family_grid_h100.csv"),
+    dict(area="families", metric="4096³ and 8192³, nn and tn: best variant against lt-auto",
+         value=grid_large, card=H100, date="2026-11-24", protocol=DEVICE,
+         command="`bash bench/gpu_family_grid.sh`", source="docs/data/family_large_h100.csv"),
+    dict(area="families", metric="64³: hgemm_small 32x32x64 against cuBLASLt autotuned (standalone bench)",
+         value=small_64, card=H100, date="2026-11-26", protocol=DEVICE,
+         command="`bash bench/gpu_small_profile.sh`", source="docs/data/small_bench_h100.csv"),
+    dict(area="catalog", metric="catalog from the grid's results stores",
+         value=catalog, card=H100, date="2026-11-26", protocol=DEVICE,
+         command="`kernelrl catalog build`, `bench/merge_catalogs.py`",
+         source="docs/data/catalog_h100_grid_issue24.json.xz"),
+    dict(area="catalog", metric="exported catalog through `torch.ops.kernelrl.hgemm` at its 87 winner shapes, against its own autotuned cuBLASLt",
+         value=catalog_torch, card=H100, date="2026-11-26", protocol=DEVICE + " (same operands each replay)",
+         command="`bash bench/gpu_catalog_grid.sh`", source="docs/data/catalog_grid_torch_h100.csv"),
+    dict(area="rl", metric="GPU quickstart, HGEMM stage: correct samples, steps 1 → 2 of 8 (cut short)",
+         value="41 % → 56 %", card=H100, date="2026-11-26", protocol="-",
+         command="`bash bench/gpu_quickstart.sh`", source="docs/history/2026-11-26-quickstart-h100.md",
+         quote="Reward\n−0.362 → −0.138, correct 41 % → 56 %, 0 % faster."),
+    dict(area="rl", metric="GPU quickstart, best policy kernel per shape against lt-auto-max (64³–512³)",
+         value="0.742×–0.812×: 0 of 4 shapes beat cuBLASLt", card=H100, date="2026-11-26", protocol=DEVICE,
+         command="`bash bench/gpu_quickstart.sh`", source="docs/history/2026-11-26-quickstart-h100.md",
+         quote="64³ 3.16 µs = 0.783× of lt-auto-max (call 22.66 vs 25.60 µs: 1.130× in\ncall time), "
+               "128³ 0.812× (call 0.936×), 256³ 0.748× (call 1.214×), 512³ 0.742× (call 0.889×):\n"
+               "**0 of 4 shapes beat cuBLASLt** in device time."),
+    dict(area="rl", metric="GPU quickstart, compiling per HGEMM step when the policy writes CUTLASS kernels",
+         value="~90 s", card=H100, date="2026-11-26", protocol="wall time (16 cores)",
+         command="`bash bench/gpu_quickstart.sh`", source="docs/history/2026-11-26-quickstart-h100.md",
+         quote="The candidates' compile, ~90 s per step when the\npolicy writes CUTLASS-based kernels"),
+    dict(area="rl", metric="CPU quickstart (`configs/quickstart-cpu.yaml`): the policy's own samples correct, first step → mean of the last 4 / 5 steps",
+         value="57 % → 95 % / 84 %, in about 7 minutes", card="2-core CPU host", date="2026-11-26", protocol="host time",
+         command="`bash scripts/quickstart.sh` (no GPU)",
+         source="docs/history/2026-11-26-cpu-quickstart-learns-issue25.md",
+         quote="about 7 minutes on 2 quiet cores. Its last lines say whether the policy\nlearned: in the "
+               "2026-11-26 runs its own samples went from 57 % correct to 95 % and 84 %"),
+    dict(area="compile", metric="candidates compiled per minute, 16-CPU host",
+         value=compile_rate, card="H100 host (16 CPUs)", date="2026-11-26", protocol="wall time",
+         command="`bash bench/gpu_compile.sh`", source="docs/data/compile_throughput_h100host.csv"),
+    dict(area="pretrain", metric="pretraining step, preset `base` (114M), 32 × 2048 tokens",
+         value="264,713 tokens/s, MFU 21.4 %, 1.15× HF eager", card=H100, date="2026-11-22",
+         protocol="wall time, 20 steps", command="`bash bench/bench_pretrain.sh`",
+         source="docs/history/2026-11-22-pretrain-throughput.md",
+         quote="| cxx_b32 | kernelrl | eager | fused | off | 32 x 2048 | 264,713 | 247.6 | 21.4 % | 55.0 | 1.15x |"),
+    dict(area="pretrain", metric="generation, preset `base`, batch 64, prompt 512, 512 new tokens (CUDA-graph decode)",
+         value="~30.8k tok/s: 4.8× HF `generate` (dynamic cache), 1.7× (static, compiled)", card="H200",
+         date="2026-11-22", protocol="wall time, warm runs", command="`bench/bench_generate --cuda-graph 1`",
+         source="docs/history/2026-11-22-model-generation.md",
+         quote="kernelrl (graph, median ~30.8k tok/s) is **4.8x** HF dynamic-cache `generate` (6.4k) and\n"
+               "  **1.7x** HF static-cache `generate`"),
+    dict(area="import", metric="Qwen2-1.5B-shaped HF import: bf16 logits against transformers; generation",
+         value="max abs Δlogit 0; 2.06× HF `generate`", card=H100, date="2026-11-24", protocol="wall time",
+         command="`bash bench/gpu_hf_policy.sh`", source="docs/history/2026-11-24-hf-policy-gpu.md",
+         quote="| Qwen2 1.5B-shaped, full fine-tune | 0 / 0 | 100 % | 0 | 9,371 | 4,553 | **2.06×** |"),
+    dict(area="import", metric="Llama-3.1-8B-shaped HF import: bf16 logits against transformers",
+         value="max abs Δlogit 0.328 on the GPU (the reference's GPU RoPE frequencies; the fix's GPU re-run pending)",
+         card=H100, date="2026-11-24/26", protocol="-", command="`bash bench/gpu_hf_policy.sh`",
+         source="docs/history/2026-11-26-llama3-parity-gap.md",
+         quote="Why the Llama-3.1-8B-shaped import above differed from transformers (max |Δlogit| 0.328)"),
+    dict(area="build", metric="`bash scripts/test.sh` on a clean clone (`.ci/run`), 2 cores, no ccache",
+         value="1,848 s: 228/228 passed (setup + build 1,407 s, tests 441 s)", card="2-core CPU host (AMD EPYC)",
+         date="2026-11-26", protocol="wall time", command="`CI=true bash .ci/run`",
+         source="docs/history/2026-11-24-ci-time.md",
+         quote="**228/228 passed, 1,848 s wall**\n(setup, configure and build 1,407 s; `ctest -j2` 441 s)"),
+]
+
+AREAS = {"timing": "[Timing and trust](#timing-and-trust)",
+         "families": "[HGEMM families and the grid](#hgemm-families-and-the-grid)",
+         "catalog": "[Catalog](#catalog)",
+         "rl": "[RL and the quickstart](#rl-and-the-quickstart)",
+         "compile": "[Compile throughput](#compile-throughput)",
+         "pretrain": "[Pretraining, generation, multi-GPU](#pretraining-generation-multi-gpu)",
+         "import": "[Model import](#model-import)",
+         "build": "[Build and test time](#build-and-test-time)"}
+
+NUM = re.compile(r"\d[\d,]*(?:\.\d+)?")
+
+
+def norm(s):
+    return " ".join(s.split())
+
+
+def row_value(r):
+    return r["value"]() if callable(r["value"]) else r["value"]
+
+
+def source_link(src):
+    return f"[{Path(src).name}]({Path(src).relative_to('docs').as_posix()})"
+
+
+def render(rows=ROWS):
+    out = ["| area | metric | value | card | date | protocol | command | source |",
+           "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        out.append("| " + " | ".join([AREAS[r["area"]], r["metric"], row_value(r), r["card"], r["date"],
+                                      r["protocol"], r["command"], source_link(r["source"])]) + " |")
+    return "\n".join(out)
+
+
+def check_quotes(rows=ROWS):
+    errors = []
+    for r in rows:
+        if not (ROOT / r["source"]).exists():
+            errors.append(f"{r['metric']}: source {r['source']} does not exist")
+            continue
+        if callable(r["value"]):
+            continue
+        text = norm((ROOT / r["source"]).read_text())
+        quote = norm(r["quote"])
+        if quote not in text:
+            errors.append(f"{r['metric']}: the quote is not in {r['source']}: {quote[:80]}...")
+        for n in NUM.findall(r["value"]):
+            if n not in quote:
+                errors.append(f"{r['metric']}: value's number {n} is not in its quote")
+    return errors
+
+
+# A measured number in README: a value with a unit (%, ×, µs, s, minutes, tok/s ...).
+README_NUM = re.compile(r"~?\d[\d,]*(?:\.\d+)?(?:\s?[-–]\s?\d[\d,]*(?:\.\d+)?)?\s?"
+                        r"(?:%|×|µs|us\b|s\b|min\b|minutes?\b|tok/s|tokens/s|candidates/min)")
+
+
+def check_readme(table, readme_text):
+    errors = []
+    table_n = norm(table)
+    for m in README_NUM.finditer(readme_text):
+        n = m.group(0)
+        key = re.sub(r"\s+", " ", n).lstrip("~")
+        if key not in table_n and key.replace(" ", "") not in table_n.replace(" ", ""):
+            line = readme_text[:m.start()].count("\n") + 1
+            errors.append(f"README.md:{line}: '{n}' is not in the headline table of docs/benchmarks.md")
+    return errors
+
+
+def check_sections(doc, table):
+    """Every measured number in the area sections after the table (a value with a unit, not a
+    target written with ≥ or ≤) is in the table or in a report the section links."""
+    errors = []
+    body = doc.split(END, 1)[1] if END in doc else doc
+    for sec in re.split(r"\n(?=## )", body):
+        title = sec.strip().split("\n")[0]
+        texts = [norm(table)]
+        for link in re.findall(r"\]\(([^)#]+\.md)\)", sec):
+            path = ROOT / "docs" / link
+            if not path.exists():
+                errors.append(f"docs/benchmarks.md, {title}: link {link} does not exist")
+                continue
+            texts.append(norm(path.read_text()))
+        for m in README_NUM.finditer(sec):
+            if re.search(r"[≥≤<>]\s*$", sec[max(0, m.start() - 3):m.start()]):
+                continue  # a target, not a measurement
+            for n in NUM.findall(m.group(0)):
+                if not any(re.search(r"(?<![\d.,])" + re.escape(n) + r"(?![\d,]|\.\d)", t) for t in texts):
+                    errors.append(f"docs/benchmarks.md, {title}: '{m.group(0)}' is in neither the table "
+                                  f"nor a report the section links")
+    return errors
+
+
+def current_table(doc):
+    if BEGIN not in doc or END not in doc:
+        return None
+    return doc.split(BEGIN, 1)[1].split(END, 1)[0].strip("\n")
+
+
+def check(doc, readme_text, rows=ROWS):
+    errors = check_quotes(rows)
+    want = render(rows)
+    have = current_table(doc)
+    if have is None:
+        errors.append(f"docs/benchmarks.md: no {BEGIN} ... {END} block")
+    elif have != want:
+        w, h = want.split("\n"), have.split("\n")
+        for i in range(max(len(w), len(h))):
+            a = w[i] if i < len(w) else "(none)"
+            b = h[i] if i < len(h) else "(none)"
+            if a != b:
+                errors.append(f"docs/benchmarks.md headline row {i - 1}: the data gives\n    {a}\n  the table has\n    {b}")
+    errors += check_readme(want, readme_text)
+    errors += check_sections(doc, want)
+    return errors
+
+
+def self_test(doc, readme_text):
+    """Each kind of drift must make check() fail."""
+    base = check(doc, readme_text)
+    assert not base, "the committed table does not check:\n" + "\n".join(base)
+    failures = []
+    # 1. a value edited by hand in the table
+    table = current_table(doc)
+    first = next(l for l in table.split("\n")[2:] if re.search(r"\d\.\d{3}×", l))
+    doc2 = doc.replace(first, re.sub(r"(\d\.\d{3})×", lambda m: f"{float(m.group(1)) + 0.1:.3f}×", first, count=1))
+    if not check(doc2, readme_text):
+        failures.append("an edited value in the table passed")
+    # 2. the data changed under the table (a computed row's value function returns another value)
+    rows = [dict(r) for r in ROWS]
+    i = next(k for k, r in enumerate(rows) if callable(r["value"]))
+    f = rows[i]["value"]
+    rows[i]["value"] = lambda: f().replace("1", "2", 1)
+    if not check(doc, readme_text, rows):
+        failures.append("changed data passed")
+    # 3. a quote that is not in its source, and a value number not in its quote
+    rows = [dict(r) for r in ROWS]
+    j = next(k for k, r in enumerate(rows) if not callable(r["value"]))
+    rows[j]["quote"] = rows[j]["quote"] + " 12345"
+    if not check_quotes(rows):
+        failures.append("a quote missing from its source passed")
+    rows = [dict(r) for r in ROWS]
+    rows[j]["value"] = rows[j]["value"] + " (9876 s)"
+    if not check_quotes(rows):
+        failures.append("a value number outside its quote passed")
+    # 4. an area section quoting a number neither the table nor its reports have
+    doc3 = doc.replace("\n## Catalog\n", "\n## Catalog\n\nIt took 4321 s.\n", 1)
+    if doc3 == doc or not check(doc3, readme_text):
+        failures.append("an area-section number outside the table and its reports passed")
+    # 5. README quoting a number the table does not have
+    if not check(doc, readme_text + "\nIt took 4321 s.\n"):
+        failures.append("a README number outside the table passed")
+    return failures
+
+
+def main(argv):
+    mode = argv[1] if len(argv) > 1 else "--check"
+    bench = ROOT / "docs" / "benchmarks.md"
+    doc = bench.read_text()
+    readme_text = (ROOT / "README.md").read_text()
+    if mode == "--write":
+        if current_table(doc) is None:
+            sys.exit(f"headline.py: docs/benchmarks.md has no {BEGIN} ... {END} block")
+        head, rest = doc.split(BEGIN, 1)
+        tail = rest.split(END, 1)[1]
+        bench.write_text(head + BEGIN + "\n" + render() + "\n" + END + tail)
+        errors = check_quotes() + check_readme(render(), readme_text)
+    elif mode == "--check":
+        errors = check(doc, readme_text)
+    elif mode == "--self-test":
+        errors = self_test(doc, readme_text)
+    else:
+        sys.exit(f"headline.py: unknown option '{mode}' (known: --check, --write, --self-test)")
+    for e in errors:
+        print("headline.py:", e, file=sys.stderr)
+    if errors:
+        print("headline.py: run `python3 scripts/headline.py --write` after changing data, "
+              "or fix the quote/README", file=sys.stderr)
+        return 1
+    print(f"headline.py: {mode[2:]}: {len(ROWS)} rows ok")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
