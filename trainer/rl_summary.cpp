@@ -64,7 +64,7 @@ std::string format_rl_learning(const RlLearning& l) {
   else
     s += l.stage + ": no improvement over the stage (" +
          (l.updates == 0 ? std::string("no update was taken: every group's rewards were equal")
-                         : std::string("the second half's correct rate or reward is not above the first's")) +
+                         : std::string("the second half's correct rate is not 10 points above the first's, or its reward is not above")) +
          ").\n";
   return s;
 }

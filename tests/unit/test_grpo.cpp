@@ -322,12 +322,12 @@ TEST(PendingRows, RoundTripThroughTheCheckpointFormat) {
   TaskSpec a, b;
   a.name = "a";
   b.name = "b";
-  b.kind = "hgemm";
+  b.kind = TaskKind::hgemm;
   const nlohmann::json j = nlohmann::json::parse(pending_rows_json(p).dump());
   StepBatch back = pending_rows_from_json(j, {a, b}, "raw", "code");
   EXPECT_EQ(back.generated, 2);
   ASSERT_EQ(back.groups.size(), 1u);
-  EXPECT_EQ(back.groups[0].task.kind, "hgemm");  // the stage's task, found by name
+  EXPECT_EQ(back.groups[0].task.kind, TaskKind::hgemm);  // the stage's task, found by name
   EXPECT_EQ(back.groups[0].prompt_ids, g.prompt_ids);
   EXPECT_EQ(back.groups[0].exemplars_used, 2);
   ASSERT_EQ(back.rollouts.size(), 1u);

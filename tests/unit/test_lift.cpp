@@ -195,6 +195,11 @@ TEST(RlLearning, HalvesOfTheStageFromTheMetrics) {
   EXPECT_TRUE(l.improved());
   EXPECT_NE(format_rl_learning(l).find("the policy learned"), std::string::npos);
   EXPECT_EQ(rl_learning(dir / "metrics.jsonl", "general_rl").steps, 0);
+  // A rise of a few points is not learning: 7 % -> 11 % with the reward up.
+  RlLearning small = l;
+  small.correct_early = 0.07, small.correct_late = 0.11;
+  EXPECT_FALSE(small.improved());
+  EXPECT_NE(format_rl_learning(small).find("no improvement"), std::string::npos);
 }
 
 TEST(CatalogProvenance, RoundTripsMergesAndComesFromTheExemplarTable) {
