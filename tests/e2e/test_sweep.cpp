@@ -86,7 +86,8 @@ TEST(Sweep, BadGridKeyFailsBeforeRunning) {
 // base otherwise, and base on both where the file names no cpu_base.
 TEST(Sweep, CpuBaseOnlyWhereNoGpuIsVisible) {
   ScratchDir dir;
-  const std::string job = "trainer: {stages: [{name: pre, kind: pretrain, steps: 2}]}\n";
+  // A valid job (the load-time cross-checks want a pretraining corpus listed; it is not read).
+  const std::string job = "data: {corpus: [c.jsonl]}\ntrainer: {stages: [{name: pre, kind: pretrain, steps: 2}]}\n";
   write_text(dir / "gpu.yaml", job);
   write_text(dir / "cpu.yaml", "run: {device: cpu}\n" + job);
   write_text(dir / "sweep.yaml", "base: gpu.yaml\ncpu_base: cpu.yaml\nparallel: per-gpu\n"
