@@ -28,8 +28,10 @@
 # tokenizer and metrics, prompts.jsonl): with PREV_DIR a fresh machine restores them and goes on
 # with phase 5 (phases 1-4 need the optimizer state, which does not travel: a machine lost
 # before phase 4 ends means starting over). Environment: LIFT_CONFIG (configs/lift.yaml),
-# MAX_SHAPES, SAMPLES, SWEEP_CSV, SWEEP_DEVICE, CATALOG_XZ, and LIFT_NO_CORPUS=1 to skip
-# `data build` (a CPU dry run).
+# MAX_SHAPES, SAMPLES, SWEEP_CSV, SWEEP_DEVICE, CATALOG_XZ, MEASURE_SET (space-separated
+# key.path=value overrides of the run's job for `lift measure` and `lift promote`, e.g. the
+# evaluator's default timing where the config's RL stage timed coarser), and LIFT_NO_CORPUS=1 to
+# skip `data build` (a CPU dry run).
 set -uo pipefail
 build=${1:?usage: gpu_rl_lift.sh BUILD_DIR OUT_DIR [BUDGET_S] [PREV_DIR]}
 out=${2:?usage: gpu_rl_lift.sh BUILD_DIR OUT_DIR [BUDGET_S] [PREV_DIR]}
@@ -41,6 +43,8 @@ samples=${SAMPLES:-16}
 sweep_csv=${SWEEP_CSV:-docs/data/family_grid_h100.csv}
 sweep_device=${SWEEP_DEVICE:-NVIDIA H100 80GB HBM3}
 catalog_xz=${CATALOG_XZ:-docs/data/catalog_h100_grid.json.xz}
+measure_set=()
+for kv in ${MEASURE_SET:-}; do measure_set+=(--set "$kv"); done
 run=runs/lift
 lift=runs/lift-measure
 margin=60
@@ -110,7 +114,7 @@ fi
 measure() {  # measure PHASE
   "$kr" lift measure --run-dir "$run" --out "$lift" --phase "$1" --samples "$samples" \
     --max-shapes "$max_shapes" --sweep-csv "$sweep_csv" --device "$sweep_device" \
-    --time-budget-s "$(left)" >> "$log" 2>&1
+    --time-budget-s "$(left)" "${measure_set[@]}" >> "$log" 2>&1
 }
 if [[ -f "$run/.pretrain_done" && ! -f "$lift/.before_done" ]] && (($(left) > 30)); then
   measure before
@@ -136,7 +140,7 @@ if [[ -f "$run/.rl_done" && ! -f "$lift/.measure_done" ]] && (($(left) > 60)); t
 fi
 if [[ -f "$lift/.measure_done" && ! -f "$lift/catalog_rl.json" ]] && (($(left) > 60)); then
   "$kr" lift promote --run-dir "$run" --lift "$lift" --sweep-csv "$sweep_csv" \
-    --device "$sweep_device" --out "$lift/catalog_rl.json" 2>&1 | tee -a "$log"
+    --device "$sweep_device" --out "$lift/catalog_rl.json" "${measure_set[@]}" 2>&1 | tee -a "$log"
   "$kr" catalog show "$lift/catalog_rl.json" > "$lift/catalog_rl.txt" 2>&1
 fi
 

@@ -161,6 +161,7 @@ void register_lift(CLI::App& app) {
       ->check(CLI::IsMember({"all", "before"}));
   measure->add_option("--max-shapes", mo->max_shapes, "held-out shapes to measure at most; 0 = all");
   measure->add_option("--time-budget-s", mo->time_budget_s, "start no shape after this many seconds; 0 = no limit");
+  measure->add_option("--set", mo->set, "key.path=value overrides of the run's job (e.g. reward.min_rounds=15)");
   measure->callback([mo, mo_run, mo_out, mo_csv] {
     LiftOptions o = *mo;
     o.run_dir = *mo_run;
@@ -208,6 +209,7 @@ void register_lift(CLI::App& app) {
   promote->add_option("--margin", pp->margin, "how much faster than the sweep (1.02: 2 %)")->check(CLI::Range(0.01, 10.0));
   promote->add_option("--catalog", pp->catalog, "catalog to add the discoveries to (default: a new one)");
   promote->add_option("--out", pp->out, "catalog JSON written")->required();
+  promote->add_option("--set", po->set, "key.path=value overrides of the run's job, as measure's");
   promote->callback([po, pp] {
     LiftOptions o = *po;
     o.run_dir = pp->run;

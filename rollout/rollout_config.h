@@ -29,6 +29,11 @@ struct RolloutConfig {
   int64_t n_buckets = 8;           // score buckets in the exemplar store
   std::string response_format = "code";  // code | sections (analysis, design, code)
   int64_t seed_exemplars = 4;      // kernel-family variants evaluated to seed an empty pool
+  std::string seed_grid = "";      // HGEMM on a GPU: a family-sweep CSV (e.g.
+                                   // docs/data/family_grid_h100.csv); an empty pool is seeded
+                                   // with the variants measured best at the nearest training
+                                   // shape (rollout/seed_grid.h), evaluated here; "" = variants
+                                   // round-robin over the families
   bool reuse_evaluations = true;   // a source already evaluated for the task on this device
                                    // reuses its stored result instead of being re-timed
   int64_t demonstrations = 0;      // per group, completions replaced by the task's best verified
@@ -59,6 +64,9 @@ struct RolloutConfig {
     v.field("response_format", response_format, "code | sections", {"code", "sections"});
     v.field("seed_exemplars", seed_exemplars, "family variants to seed an empty pool",
             cfg::at_least(0));
+    v.field("seed_grid", seed_grid,
+            "family-sweep CSV whose best variants at the nearest training shape seed HGEMM pools "
+            "(GPU); \"\" = round robin over the families");
     v.field("reuse_evaluations", reuse_evaluations, "reuse stored results of identical sources");
     v.field("demonstrations", demonstrations,
             "per group, completions replaced by the task's best verified kernel; 0 = off",

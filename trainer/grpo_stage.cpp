@@ -27,6 +27,7 @@
 #include "reward/evaluator.h"
 #include "rollout/exemplar_store.h"
 #include "rollout/group_sampler.h"
+#include "rollout/seed_grid.h"
 #include "trainer/distributed.h"
 #include "trainer/grad_sync.h"
 #include "trainer/grpo.h"
@@ -53,7 +54,12 @@ uint64_t mix(uint64_t a, uint64_t b) { return splitmix64(a ^ splitmix64(b)); }
 
 }  // namespace
 
-std::vector<std::string> seed_sources(Evaluator& ev, const TaskSpec& task, int64_t n) {
+std::vector<std::string> seed_sources(Evaluator& ev, const TaskSpec& task, int64_t n,
+                                      const SeedGrid* grid) {
+  if (grid && n > 0 && task.kind == TaskKind::hgemm && ev.backend() == "gpu") {
+    std::vector<std::string> sources = grid->sources(task, n);
+    if (!sources.empty()) return sources;
+  }
   auto variants = variants_for_task(task, ev.backend() == "gpu" ? "cuda" : "host", ev.arch());
   std::map<std::string, std::vector<KernelVariant>> by_family;  // shuffled in name order
   for (auto& v : variants) by_family[v.family].push_back(std::move(v));
@@ -72,14 +78,15 @@ namespace {
 // compile first in one parallel batch, then each task's are evaluated (loaded from the compile
 // cache): on a GPU, CUTLASS and wgmma variants compile for tens of seconds each, and one batch
 // per task left most cores idle behind each task's slowest compile.
-void seed_pools(ExemplarStore& pool, Evaluator& ev, const std::vector<const TaskSpec*>& tasks, int64_t n) {
+void seed_pools(ExemplarStore& pool, Evaluator& ev, const std::vector<const TaskSpec*>& tasks, int64_t n,
+                const SeedGrid* grid) {
   if (n <= 0) return;
   std::vector<std::pair<const TaskSpec*, std::vector<std::string>>> todo;
   std::set<std::string> seen;
   std::vector<std::string> all;
   for (const TaskSpec* task : tasks) {
     if (pool.size(task->name) > 0 || !seen.insert(task->name).second) continue;
-    std::vector<std::string> sources = seed_sources(ev, *task, n);
+    std::vector<std::string> sources = seed_sources(ev, *task, n, grid);
     if (sources.empty()) continue;
     all.insert(all.end(), sources.begin(), sources.end());
     todo.emplace_back(task, std::move(sources));
@@ -93,6 +100,22 @@ void seed_pools(ExemplarStore& pool, Evaluator& ev, const std::vector<const Task
 }
 
 }  // namespace
+
+std::unique_ptr<SeedGrid> job_seed_grid(const JobConfig& job) {
+  if (job.rollout.seed_grid.empty()) return nullptr;
+  std::set<std::string> heldout;
+  for (const auto& t : hgemm_split_part(hgemm_grid(job.data.hgemm_grid), job.data.hgemm_heldout, /*heldout=*/true))
+    heldout.insert(hgemm_split_key(t));
+  std::unique_ptr<SeedGrid> grid;
+  try {
+    grid = std::make_unique<SeedGrid>(job.rollout.seed_grid, heldout);
+  } catch (const UserError& e) {
+    throw ConfigError(std::string("rollout.seed_grid: ") + e.what());
+  }
+  KRL_LOG(info) << "exemplar seeds: " << grid->rows() << " training shapes of " << job.rollout.seed_grid
+                << " (" << heldout.size() << " held-out shapes excluded)";
+  return grid;
+}
 
 std::vector<TaskSpec> rl_stage_tasks(const JobConfig& job, const std::string& kind,
                                      const std::string& backend) {
@@ -183,7 +206,7 @@ class RlStage final : public StageStep {
       std::shuffle(perm.begin(), perm.end(), prng);
       picked.push_back(round == 0 ? &tasks_[perm[g % n]] : &tasks_[extra() % n]);
     }
-    if (dist::is_main()) seed_pools(*exemplars_, *evaluator_, picked, ro_.seed_exemplars);
+    if (dist::is_main()) seed_pools(*exemplars_, *evaluator_, picked, ro_.seed_exemplars, seed_grid_.get());
     if (dist::group()) dist::group()->barrier();  // the pool's one writer is rank 0
     std::vector<PromptGroup> groups;
     for (int64_t j = 0; j < count; ++j) {
@@ -402,6 +425,7 @@ class RlStage final : public StageStep {
   std::string backend_;
   std::vector<TaskSpec> tasks_;
   std::unique_ptr<ExemplarStore> exemplars_;
+  std::unique_ptr<SeedGrid> seed_grid_;  // rollout.seed_grid (null: round robin)
   std::unique_ptr<RlScorer> scorer_;
   std::optional<StepBatch> pending_;  // rollout.overlap: the next step's rows, sampled ahead
   int64_t step_ = 0;                  // the step being taken (steps done before it)
@@ -477,6 +501,7 @@ void RlStage::start(const TrainState& state) {
   backend_ = evaluator_->backend();
   tasks_ = rl_stage_tasks(job_, stage_.kind, backend_);
   exemplars_ = std::make_unique<ExemplarStore>(store_path, stage_.name);
+  if (stage_.kind == "hgemm_rl" && backend_ == "gpu") seed_grid_ = job_seed_grid(job_);
   if (dist::is_main()) exemplars_->truncate_after(state.step);
   if (group && dist::is_main()) group->barrier();
   scorer_ = std::make_unique<RlScorer>(*evaluator_, *exemplars_, job_.reward.failed_reward,

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -21,11 +22,18 @@ std::vector<TaskSpec> rl_stage_tasks(const JobConfig& job, const std::string& ki
                                      const std::string& backend);
 
 class Evaluator;
+class SeedGrid;
 
-// The kernel-family variants that seed an empty exemplar pool (step 0): n of them taken
-// round-robin over the families that offer the task, each family's variants in an order seeded
-// by the task name, so the first prompts show the range of families, not one family's first few.
-std::vector<std::string> seed_sources(Evaluator& ev, const TaskSpec& task, int64_t n);
+// The kernel-family variants that seed an empty exemplar pool (step 0), n of them. With a seed
+// grid (rollout.seed_grid, an HGEMM task on a GPU): the variants measured best at the nearest
+// training shape, fastest first. Otherwise round-robin over the families that offer the task,
+// each family's variants in an order seeded by the task name, so the first prompts show the
+// range of families, not one family's first few.
+std::vector<std::string> seed_sources(Evaluator& ev, const TaskSpec& task, int64_t n,
+                                      const SeedGrid* grid = nullptr);
+// The job's seed grid (rollout.seed_grid), its held-out shapes (data.hgemm_heldout of
+// data.hgemm_grid) excluded; null when rollout.seed_grid is "".
+std::unique_ptr<SeedGrid> job_seed_grid(const JobConfig& job);
 
 // Runs the stage; returns its final checkpoint directory.
 std::filesystem::path run_grpo_stage(StageContext& ctx);

@@ -30,6 +30,7 @@
 #include "reward/screen.h"
 #include "rollout/group_sampler.h"
 #include "rollout/prompt.h"
+#include "rollout/seed_grid.h"
 #include "trainer/grpo_stage.h"
 #include "trainer/job_config.h"
 #include "trainer/train_utils.h"
@@ -354,7 +355,7 @@ std::vector<LiftShape> measure_lift(const LiftOptions& o) {
   if (o.samples < 1) throw UserError("lift: --samples must be at least 1");
   if (o.phase != "before" && o.phase != "all")
     throw UserError("lift: --phase: expected before or all, got \"" + o.phase + "\"");
-  const JobConfig job = load_job_config(config_path, {});
+  const JobConfig job = load_job_config(config_path, o.set);
   const std::vector<TaskSpec> heldout = spread_over_bins(
       hgemm_split_part(hgemm_grid(job.data.hgemm_grid), job.data.hgemm_heldout, /*heldout=*/true));
   if (heldout.empty())
@@ -425,10 +426,12 @@ std::vector<LiftShape> measure_lift(const LiftOptions& o) {
   // The prompt of a held-out shape: exemplars drawn from its family variants, evaluated here (a
   // held-out shape has no pool in the run), as the RL stage seeds a new task's pool; then the
   // before-policy's N samples.
+  // rollout.seed_grid: as the RL stage seeds its pools (the held-out shape's own row excluded).
+  const std::unique_ptr<SeedGrid> seed_grid = backend == "gpu" ? job_seed_grid(job) : nullptr;
   auto record_of = [&](const TaskSpec& task) {
     PromptRecord r;
     r.task = task.name;
-    const std::vector<std::string> seeds = seed_sources(ev, task, job.rollout.seed_exemplars);
+    const std::vector<std::string> seeds = seed_sources(ev, task, job.rollout.seed_exemplars, seed_grid.get());
     std::vector<Exemplar> pool;
     auto rs = ev.evaluate(task, seeds);
     for (size_t i = 0; i < rs.size(); ++i)
@@ -681,7 +684,7 @@ std::string lift_curves_csv(const fs::path& run_dir, const std::string& stage) {
 
 std::vector<Discovery> verify_discoveries(const LiftOptions& o, const std::vector<LiftShape>& rows,
                                           double margin) {
-  const JobConfig job = load_job_config(o.run_dir / "config.yaml", {});
+  const JobConfig job = load_job_config(o.run_dir / "config.yaml", o.set);
   const Policies pol = default_policies(job, o);
   const std::string stage = pol.after.substr(0, pol.after.find('/'));
   std::vector<const LiftShape*> todo;

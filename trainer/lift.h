@@ -61,6 +61,8 @@ struct LiftOptions {
   int64_t max_shapes = 0;         // held-out shapes to measure (taken one size bin after another,
                                   // so a prefix spreads over the bins); 0 = all
   double time_budget_s = 0;       // stop starting shapes after this long; 0 = no limit
+  std::vector<std::string> set;   // key.path=value overrides of the run's job (e.g. the reward.*
+                                  // timing of the measure where the RL stage timed coarser)
   std::filesystem::path out;      // lift directory (per_shape.jsonl, prompts.jsonl, kernels/,
                                   // lift.sqlite)
   // all: measure; before: only draw each shape's prompt and sample the before policy

@@ -6,6 +6,7 @@
 #include "common/error.h"
 #include "common/fs.h"
 #include "common/log.h"
+#include "rollout/seed_grid.h"
 #include "trainer/distributed.h"
 #include "trainer/grpo_stage.h"
 #include "trainer/pretrain_stage.h"
@@ -50,9 +51,14 @@ namespace {
 // stages before them have trained. The evaluator's backend is known only once an RL stage
 // builds it; a suite's parse and its training split do not depend on it (each task carries
 // sizes for both), so "host" stands in for "auto".
+// rollout.seed_grid (a family-sweep CSV) is read here too, for the same reason.
 void check_rl_tasks(const JobConfig& job, const std::vector<const StageConfig*>& stages) {
-  for (const auto* s : stages)
+  bool hgemm = false;
+  for (const auto* s : stages) {
     if (s->kind != "pretrain") rl_stage_tasks(job, s->kind, job.reward.backend == "gpu" ? "gpu" : "host");
+    hgemm = hgemm || s->kind == "hgemm_rl";
+  }
+  if (hgemm) job_seed_grid(job);
 }
 
 // Rank 0 opens the run directory (the fresh/resume/overwrite rule) and is its only writer (the

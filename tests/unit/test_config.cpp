@@ -305,11 +305,21 @@ TEST(Config, PipelineChecksEveryStageBeforeTheFirstRuns) {
     EXPECT_THAT(e.what(), HasSubstr("HGEMM grid \"" + job.data.hgemm_grid + "\""));
   }
   EXPECT_FALSE(std::filesystem::exists(dir / "run"));
+  // And the exemplar seed grid (rollout.seed_grid) of an HGEMM RL stage.
+  job.data.hgemm_grid = "small";
+  job.rollout.seed_grid = (dir / "no_such_sweep.csv").string();
+  try {
+    run_pipeline(job, options);
+    FAIL() << "the pipeline ran";
+  } catch (const ConfigError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("rollout.seed_grid: family grid '" + job.rollout.seed_grid + "'"));
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir / "run"));
 }
 
 TEST(Config, ShippedConfigsLoad) {
   for (const char* name : {"quickstart.yaml", "quickstart-cpu.yaml", "debug.yaml", "pipeline.yaml",
-                           "hf-policy.yaml", "lift.yaml"}) {
+                           "hf-policy.yaml", "lift.yaml", "lift-short.yaml", "lift-session.yaml"}) {
     SCOPED_TRACE(name);
     JobConfig job = load_job_config(std::filesystem::path(KERNELRL_SOURCE_DIR) / "configs" / name, {});
     EXPECT_FALSE(job.trainer.stages.empty());

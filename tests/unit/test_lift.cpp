@@ -17,6 +17,7 @@
 #include "data/tasks/task_suite.h"
 #include "rollout/exemplar_store.h"
 #include "rollout/prompt.h"
+#include "rollout/seed_grid.h"
 #include "test_util.h"
 #include "trainer/lift.h"
 #include "trainer/rl_summary.h"
@@ -249,6 +250,51 @@ TEST(CatalogProvenance, RoundTripsMergesAndComesFromTheExemplarTable) {
   ASSERT_EQ(origins.size(), 1u);
   EXPECT_EQ(origins.at("mine").step, 1);
   EXPECT_EQ(origins.at("mine").scope, "hgemm_rl2");
+}
+
+
+// rollout.seed_grid: a new task's pool is seeded with the variants measured best at the nearest
+// training shape of the same layout and accumulation, fastest first; held-out rows lend nothing.
+TEST(SeedGrid, SeedsFromTheNearestTrainingShapeFastestFirstAndNeverFromAHeldOutRow) {
+  testing::ScratchDir dir;
+  auto first_nn_f32 = [](const std::string& family, int skip) {
+    for (const auto& v : hgemm_family_variants(family))
+      if (v.layout == "nn" && v.acc == "f32" && skip-- == 0) return v;
+    ADD_FAILURE() << family << " has no nn f32 variant";
+    return KernelVariant{};
+  };
+  const KernelVariant t0 = first_nn_f32("hgemm_tiled", 0), t1 = first_nn_f32("hgemm_tiled", 1);
+  const KernelVariant w0 = first_nn_f32("hgemm_wmma", 0);
+  // Row 1 (64^3): tiled 12 us, wmma 9 us -> wmma first. Row 2 (4096^3): tiled only.
+  // Row 3 (64^3, tn): another layout. Row 4 (256x64x64): wmma faster again, but held out below.
+  const std::string head = "M,N,K,layout,acc,hgemm_tiled_us,hgemm_tiled_variant,hgemm_wmma_us,hgemm_wmma_variant\n";
+  testing::write_text(dir / "grid.csv",
+                      head + "64,64,64,nn,f32,12," + t0.name + ",9," + w0.name + "\n" +
+                          "4096,4096,4096,nn,f32,900," + t1.name + ",,\n" +
+                          "64,64,64,tn,f32,,,,\n" +
+                          "256,64,64,nn,f32,20," + t1.name + ",30," + w0.name + "\n");
+  const SeedGrid all(dir / "grid.csv", {});
+  EXPECT_EQ(all.rows(), 3u);  // the tn row had no passing variant
+  // 128x64x64: |log2| distance 1 to 64^3 and to 256x64x64 (a tie: the CSV's first row wins),
+  // 57 to 4096^3.
+  EXPECT_EQ(all.nearest_shape(hgemm_task(128, 64, 64, "nn", "f32")), "64x64x64");
+  EXPECT_EQ(all.sources(hgemm_task(128, 64, 64, "nn", "f32"), 4),
+            (std::vector<std::string>{w0.source, t0.source}));
+  EXPECT_EQ(all.sources(hgemm_task(128, 64, 64, "nn", "f32"), 1), (std::vector<std::string>{w0.source}));
+  EXPECT_EQ(all.nearest_shape(hgemm_task(2048, 4096, 8192, "nn", "f32")), "4096x4096x4096");
+  EXPECT_EQ(all.sources(hgemm_task(2048, 4096, 8192, "nn", "f32"), 4), (std::vector<std::string>{t1.source}));
+  EXPECT_TRUE(all.sources(hgemm_task(128, 64, 64, "tn", "f32"), 4).empty());  // no tn row passed
+  EXPECT_TRUE(all.sources(hgemm_task(128, 64, 64, "nn", "f16"), 4).empty());  // no f16 row
+  // 200x64x64 is nearest to 256x64x64 (its tiled variant at 20 us first); held out, that row is
+  // never used and 64^3 lends its variants instead.
+  EXPECT_EQ(all.sources(hgemm_task(200, 64, 64, "nn", "f32"), 4),
+            (std::vector<std::string>{t1.source, w0.source}));
+  const SeedGrid split(dir / "grid.csv", {hgemm_split_key(hgemm_task(256, 64, 64, "nn", "f32"))});
+  EXPECT_EQ(split.rows(), 2u);
+  EXPECT_EQ(split.nearest_shape(hgemm_task(200, 64, 64, "nn", "f32")), "64x64x64");
+  EXPECT_EQ(split.sources(hgemm_task(256, 64, 64, "nn", "f32"), 4),
+            (std::vector<std::string>{w0.source, t0.source}));
+  EXPECT_THROW({ SeedGrid missing(dir / "missing.csv", {}); }, UserError);
 }
 
 }  // namespace
