@@ -39,6 +39,22 @@ PromptGroup make_prompt_group(const TaskSpec& task, PromptParts parts, const Tok
   return g;
 }
 
+std::vector<Exemplar> ExemplarFit::filter(const TaskSpec& task, const PromptParts& parts,
+                                          const std::vector<Exemplar>& pool) {
+  std::vector<Exemplar> out;
+  for (const auto& e : pool) {
+    auto [it, fresh] = fits_.try_emplace(task.name + '\n' + e.id, false);
+    if (fresh) {
+      PromptParts alone = parts;
+      alone.exemplars = {e};
+      const auto ids = tok_.encode(build_prompt(task, alone), tok_.bos_id() >= 0);
+      it->second = static_cast<int64_t>(ids.size()) <= budget_;
+    }
+    if (it->second) out.push_back(e);
+  }
+  return out;
+}
+
 std::vector<Rollout> sample_groups(LlamaModel& model, const Tokenizer& tokenizer,
                                    const std::vector<PromptGroup>& groups, int64_t group_size,
                                    const SamplingConfig& sampling,

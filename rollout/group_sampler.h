@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,25 @@ struct Rollout {
 // the bare prompt does not fit.
 PromptGroup make_prompt_group(const TaskSpec& task, PromptParts parts, const Tokenizer& tokenizer,
                               int64_t max_seq_len, int64_t max_new_tokens);
+
+// The exemplars of a task's pool that fit its prompt alone (prompt + max_new_tokens within
+// max_seq_len), remembered per (task, exemplar id). Pools are filtered before exemplars are
+// drawn from them, so a draw never spends a slot on a kernel no prompt can show (an
+// hgemm_wgmma variant is ~18k characters): with rollout.seed_grid's three seeds, the draw
+// otherwise often showed none of the fitting ones, or only the slower one (issue 25).
+class ExemplarFit {
+ public:
+  ExemplarFit(const Tokenizer& tokenizer, int64_t max_seq_len, int64_t max_new_tokens)
+      : tok_(tokenizer), budget_(max_seq_len - max_new_tokens) {}
+  // `parts` as the prompt will be built (its exemplars are ignored); pool order kept.
+  std::vector<Exemplar> filter(const TaskSpec& task, const PromptParts& parts,
+                               const std::vector<Exemplar>& pool);
+
+ private:
+  const Tokenizer& tok_;
+  int64_t budget_;
+  std::map<std::string, bool> fits_;  // task + '\n' + exemplar id
+};
 
 // G completions for every group (rows ordered group by group), sampled with `seed`; the rows
 // draw as rows first_row, first_row + 1, ... of a larger batch (a data-parallel rank's share).

@@ -214,8 +214,8 @@ class RlStage final : public StageStep {
       std::mt19937_64 erng(mix(seed, round * 100003 + j));
       PromptParts parts = prompt_parts();
       if (task_op(task).prompt_names_device) parts.device = ro_.prompt_device;
-      parts.exemplars = sample_exemplars(exemplars_->pool(task.name, step), ro_.n_exemplars,
-                                         ro_.n_buckets, ro_.exemplar_temperature, erng);
+      parts.exemplars = sample_exemplars(fit_->filter(task, parts, exemplars_->pool(task.name, step)),
+                                         ro_.n_exemplars, ro_.n_buckets, ro_.exemplar_temperature, erng);
       groups.push_back(make_prompt_group(task, parts, tok_, policy_.shape.max_seq_len,
                                          ro_.sampling.max_new_tokens));
     }
@@ -426,6 +426,7 @@ class RlStage final : public StageStep {
   std::vector<TaskSpec> tasks_;
   std::unique_ptr<ExemplarStore> exemplars_;
   std::unique_ptr<SeedGrid> seed_grid_;  // rollout.seed_grid (null: round robin)
+  std::unique_ptr<ExemplarFit> fit_;      // which pool entries fit a prompt
   std::unique_ptr<RlScorer> scorer_;
   std::optional<StepBatch> pending_;  // rollout.overlap: the next step's rows, sampled ahead
   int64_t step_ = 0;                  // the step being taken (steps done before it)
@@ -501,6 +502,7 @@ void RlStage::start(const TrainState& state) {
   backend_ = evaluator_->backend();
   tasks_ = rl_stage_tasks(job_, stage_.kind, backend_);
   exemplars_ = std::make_unique<ExemplarStore>(store_path, stage_.name);
+  fit_ = std::make_unique<ExemplarFit>(tok_, policy_.shape.max_seq_len, ro_.sampling.max_new_tokens);
   if (stage_.kind == "hgemm_rl" && backend_ == "gpu") seed_grid_ = job_seed_grid(job_);
   if (dist::is_main()) exemplars_->truncate_after(state.step);
   if (group && dist::is_main()) group->barrier();

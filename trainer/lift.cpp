@@ -409,12 +409,17 @@ std::vector<LiftShape> measure_lift(const LiftOptions& o) {
       families.push_back(f.name);
   const std::string ext = backend == "gpu" ? ".cu" : ".cpp";
 
-  auto prompt_of = [&](const TaskSpec& task, const std::vector<Exemplar>& exemplars) {
+  auto parts_of = [&] {
     PromptParts parts;
     parts.response_format = job.rollout.response_format;
     parts.backend = backend;
     parts.prompt_format = job.model.prompt_format;
     parts.device = job.rollout.prompt_device;
+    return parts;
+  };
+  ExemplarFit fit(tok, max_seq_len, job.rollout.sampling.max_new_tokens);
+  auto prompt_of = [&](const TaskSpec& task, const std::vector<Exemplar>& exemplars) {
+    PromptParts parts = parts_of();
     parts.exemplars = exemplars;
     return make_prompt_group(task, parts, tok, max_seq_len, job.rollout.sampling.max_new_tokens);
   };
@@ -437,6 +442,7 @@ std::vector<LiftShape> measure_lift(const LiftOptions& o) {
     for (size_t i = 0; i < rs.size(); ++i)
       if (rs[i].passed()) pool.push_back({rs[i].hash, seeds[i], rs[i].reward});
     std::sort(pool.begin(), pool.end(), [](const auto& a, const auto& b) { return a.score > b.score; });
+    pool = fit.filter(task, parts_of(), pool);  // as the RL stage draws: from what fits
     std::mt19937_64 erng(splitmix64(o.seed ^ fnv1a(task.name)));
     r.exemplars = sample_exemplars(pool, job.rollout.n_exemplars, job.rollout.n_buckets,
                                    job.rollout.exemplar_temperature, erng);

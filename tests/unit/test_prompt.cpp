@@ -165,6 +165,33 @@ TEST(PromptGroup, AnExemplarThatNeverFitsIsDroppedBeforeShorterOnes) {
   EXPECT_EQ(make_prompt_group(hgemm(), parts, tok, need + 400, 32).turn_end, "<|im_end|>");
 }
 
+// A pool is filtered to what fits before exemplars are drawn: a draw of one from {a, b} where
+// b never fits always shows a; the verdicts are remembered per task and exemplar id.
+TEST(PromptGroup, ExemplarFitKeepsOnlyThePoolEntriesThatFitAlone) {
+  kernelrl::testing::ScratchDir dir;
+  {
+    std::ofstream corpus(dir / "corpus.txt");
+    for (int i = 0; i < 300; ++i) corpus << "out[" << i << "] = in[" << i << "] * " << i << ";\n";
+  }
+  TokenizerTrainOptions to;
+  to.vocab_size = 400;
+  auto tok = Tokenizer::train(dir / "corpus.txt", dir / "tok.model", to);
+  std::string huge = "// kernel b\n";
+  for (int i = 0; i < 400; ++i) huge += "out[" + std::to_string(i) + "] = in[" + std::to_string(i) + "];\n";
+  const Exemplar a{"a", "// kernel a\nout[i] = in[i];\n", 0.5}, b{"b", huge, 2.0};
+  PromptParts alone;
+  alone.exemplars = {a};
+  const int64_t need = static_cast<int64_t>(tok.encode(build_prompt(hgemm(), alone), tok.bos_id() >= 0).size());
+  ExemplarFit fit(tok, need + 32, 32);  // exactly room for a
+  const auto kept = fit.filter(hgemm(), PromptParts{}, {b, a});
+  ASSERT_EQ(kept.size(), 1u);
+  EXPECT_EQ(kept[0].id, "a");
+  ExemplarFit none(tok, need + 31, 32);  // one token short
+  EXPECT_TRUE(none.filter(hgemm(), PromptParts{}, {a, b}).empty());
+  // Remembered: the same id is not re-tokenized, even if its source were to change.
+  EXPECT_EQ(fit.filter(hgemm(), PromptParts{}, {Exemplar{"a", huge, 0.5}}).size(), 1u);
+}
+
 TEST(ParseResponse, MissingCodeIsAFormatFailureWithReason) {
   auto a = parse_response("   <|end|>", "code");
   EXPECT_FALSE(a.ok);
