@@ -309,9 +309,7 @@ Evaluator::Evaluator(const RewardConfig& cfg, const fs::path& store_path, int fi
   impl_->cfg = cfg;
   impl_->settings_yaml = reward_config_yaml(cfg);
   impl_->first_device = first_device;
-  if (cfg.min_rounds > cfg.max_rounds)
-    throw ConfigError("reward.min_rounds: " + std::to_string(cfg.min_rounds) +
-                      " is above reward.max_rounds " + std::to_string(cfg.max_rounds));
+  check_reward_config(cfg);
   impl_->store = std::make_unique<ResultStore>(store_path);
   impl_->cache_dir = cfg.cache_dir.empty() ? default_cache_dir() : fs::path(cfg.cache_dir);
 }

@@ -137,4 +137,10 @@ RewardConfig reward_config_from_yaml(const std::string& text) {
   return c;
 }
 
+void check_reward_config(const RewardConfig& c, const std::string& who) {
+  if (c.min_rounds > c.max_rounds)
+    throw ConfigError("reward.min_rounds: " + std::to_string(c.min_rounds) +
+                      " is above reward.max_rounds " + std::to_string(c.max_rounds) + who);
+}
+
 }  // namespace kernelrl

@@ -144,6 +144,10 @@ struct RewardConfig {
   }
 };
 
+// The cross-field rules of reward.* (ConfigError naming the key; `who` is appended): checked when
+// a job loads (trainer/job_config.h) and again by the Evaluator, which other callers build.
+void check_reward_config(const RewardConfig& c, const std::string& who = "");
+
 // One reward.* field as visit() lists it: its key, its value rendered canonically (what the
 // fingerprint hashes), its type and its allowed values.
 struct RewardField {

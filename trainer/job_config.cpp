@@ -38,10 +38,8 @@ void check_rl_stage(const JobConfig& job, const StageConfig& s) {
         "rollout.turns: multi-turn refinement does not combine with "
         "rollout.demonstrations or rollout.dynamic_sampling_rounds" +
         who);
-  // The evaluator refuses this too when it is built, which is after the stages before this one.
-  if (job.reward.min_rounds > job.reward.max_rounds)
-    throw ConfigError("reward.min_rounds: " + std::to_string(job.reward.min_rounds) +
-                      " is above reward.max_rounds " + std::to_string(job.reward.max_rounds) + who);
+  // The evaluator refuses these too when it is built, which is after the stages before this one.
+  check_reward_config(job.reward, who);
 }
 
 }  // namespace
