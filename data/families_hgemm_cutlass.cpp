@@ -22,7 +22,7 @@ struct CutlassKnobs {
 const char* kSchedEnum[] = {"kCooperative", "kPingpong", "kStreamK"};
 const char* kSchedName[] = {"cooperative", "ping-pong", "stream-K"};
 
-std::string instance_block(const CutlassKnobs& k, bool tn) {
+std::string cutlass_instance_block(const CutlassKnobs& k, bool tn) {
   std::ostringstream s;
   s << "\n// ---- instance: " << k.bm << "x" << k.bn << "x" << k.bk << " tile, cluster " << k.cm
     << "x" << k.cn << ", " << kSchedName[k.sched] << ", raster " << k.raster << " swizzle "
@@ -37,7 +37,7 @@ std::string instance_block(const CutlassKnobs& k, bool tn) {
   return s.str();
 }
 
-std::string instruction(const CutlassKnobs& k, const std::string& contract_text, bool tn) {
+std::string cutlass_instruction(const CutlassKnobs& k, const std::string& contract_text, bool tn) {
   std::ostringstream s;
   s << "Write a CUDA HGEMM kernel for KernelRL's kernelrl_launch contract: " << contract_text
     << ". Target Hopper (sm_90a) with CUTLASS 3.x (the evaluator puts the CUTLASS/CuTe headers "
@@ -106,8 +106,8 @@ std::vector<KernelVariant> hgemm_cutlass_variants() {
       v.params = {{"BM", k.bm}, {"BN", k.bn},       {"BK", k.bk},         {"CM", k.cm},
                   {"CN", k.cn}, {"SCHED", k.sched}, {"RASTER", k.raster}, {"SWIZZLE", k.swizzle}};
       v.name = v.family + "_" + layout + "_accf32_" + param_list(v.params, "_");
-      v.instruction = instruction(k, hgemm_contract(layout, "f32"), tn);
-      v.source = variant_source(k_hgemm_cutlass_text, instance_block(k, tn));
+      v.instruction = cutlass_instruction(k, hgemm_contract(layout, "f32"), tn);
+      v.source = variant_source(k_hgemm_cutlass_text, cutlass_instance_block(k, tn));
       out.push_back(std::move(v));
     }
   return out;

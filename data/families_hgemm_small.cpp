@@ -18,7 +18,7 @@ struct SmallKnobs {
   int bm, bn, bk, stages, split, epi, pdl;
 };
 
-std::string instruction(const SmallKnobs& k, const std::string& contract_text, bool tn) {
+std::string small_instruction(const SmallKnobs& k, const std::string& contract_text, bool tn) {
   std::ostringstream s;
   s << "Write a CUDA HGEMM kernel for KernelRL's kernelrl_launch contract: " << contract_text
     << ". Latency first, for small and skinny shapes where a call costs a few microseconds: one "
@@ -103,7 +103,7 @@ std::vector<KernelVariant> hgemm_small_variants() {
       v.params = {{"BM", k.bm},        {"BN", k.bn},   {"BK", k.bk},  {"STAGES", k.stages},
                   {"SPLITK", k.split}, {"EPI", k.epi}, {"PDL", k.pdl}};
       v.name = v.family + "_" + layout + "_accf32_" + param_list(v.params, "_");
-      v.instruction = instruction(k, hgemm_contract(layout, "f32"), tn);
+      v.instruction = small_instruction(k, hgemm_contract(layout, "f32"), tn);
       v.source = variant_source(k_hgemm_small_text, instance_text(k, tn));
       out.push_back(std::move(v));
     }

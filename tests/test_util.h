@@ -12,6 +12,12 @@
 
 namespace kernelrl::testing {
 
+// The source tree and the kernelrl binary the tests run (tests/CMakeLists.txt defines both).
+// Defined once here rather than in each test file: the unit and e2e files are compiled in
+// unity batches, where two files' definitions of one name would clash.
+inline const std::string kSrc = KERNELRL_SOURCE_DIR;
+inline const std::string kBin = KERNELRL_BIN;
+
 // A fresh directory under the system temp dir, removed when the object dies.
 class ScratchDir {
  public:
@@ -56,6 +62,12 @@ inline CommandResult run_command(const std::string& cmd) {
   int status = ::pclose(p);
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return r;
+}
+
+inline int count_lines(const std::string& s) {
+  int n = 0;
+  for (char c : s) n += c == '\n';
+  return n;
 }
 
 // Runs the kernelrl binary built next to the tests.

@@ -27,8 +27,7 @@
 #include "reward/worker/harness.h"
 #include "reward/worker/runner_client.h"
 
-using namespace kernelrl::worker;
-
+namespace kernelrl::worker {
 namespace {
 
 FILE* g_out = nullptr;  // the protocol channel
@@ -69,8 +68,13 @@ std::unique_ptr<Backend> make_backend(const std::string& backend, int device) {
 }
 
 }  // namespace
+}  // namespace kernelrl::worker
 
 int main(int argc, char** argv) {
+  // Inside main, not at file scope: the worker's sources compile in unity batches
+  // (CMakeLists.txt), where a file-scope using-directive would reach the files after this one
+  // (kernelrl::worker::Backend against c10::Backend in LibTorch's headers).
+  using namespace kernelrl::worker;
   std::string backend_name = "auto", run_once_so, task_json, sandbox_mode = "auto", scratch;
   int device = 0, calls = 3;
   for (int i = 1; i < argc; ++i) {

@@ -14,13 +14,9 @@ using testing::run_kernelrl;
 using testing::ScratchDir;
 using testing::write_text;
 
-const std::string kSrc = KERNELRL_SOURCE_DIR;
+using testing::kSrc;
 
-int count_lines(const std::string& s) {
-  int n = 0;
-  for (char c : s) n += c == '\n';
-  return n;
-}
+using testing::count_lines;
 
 TEST(Cli, MissingConfigIsOneLineAndNonZero) {
   auto r = run_kernelrl("train does-not-exist.yaml");

@@ -13,7 +13,7 @@ using testing::run_command;
 using testing::ScratchDir;
 using testing::write_text;
 
-const std::string kBin = KERNELRL_BIN;
+using testing::kBin;
 
 TEST(DataCli, BuildStatsSynth) {
   ScratchDir dir;

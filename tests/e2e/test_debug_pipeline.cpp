@@ -9,6 +9,7 @@
 
 #include "common/fs.h"
 #include "common/metrics.h"
+#include "run_test_util.h"
 #include "test_util.h"
 
 namespace kernelrl {
@@ -17,15 +18,10 @@ namespace {
 using testing::run_command;
 using testing::ScratchDir;
 
-const std::string kSrc = KERNELRL_SOURCE_DIR;
-const std::string kBin = KERNELRL_BIN;
+using testing::kSrc;
+using testing::kBin;
 
-std::vector<nlohmann::json> stage_records(const fs::path& run, const std::string& stage) {
-  std::vector<nlohmann::json> out;
-  for (auto& r : MetricsWriter::read_all(run / "metrics.jsonl"))
-    if (r.value("stage", "") == stage) out.push_back(r);
-  return out;
-}
+using testing::stage_records;
 
 TEST(DebugPipeline, AllThreeStagesRunOnTheHostBackendAndResumeExactly) {
   ScratchDir dir;

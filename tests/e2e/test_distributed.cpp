@@ -16,6 +16,7 @@
 
 #include "common/fs.h"
 #include "common/metrics.h"
+#include "run_test_util.h"
 #include "test_util.h"
 
 namespace kernelrl {
@@ -25,8 +26,8 @@ using testing::read_text;
 using testing::run_command;
 using testing::ScratchDir;
 
-const std::string kSrc = KERNELRL_SOURCE_DIR;
-const std::string kBin = KERNELRL_BIN;
+using testing::kSrc;
+using testing::kBin;
 const std::string kPython = KERNELRL_PYTHON;
 
 std::string torchrun() {
@@ -34,19 +35,9 @@ std::string torchrun() {
   return fs::exists(p) ? p.string() : "";
 }
 
-std::vector<nlohmann::json> stage_records(const fs::path& run, const std::string& stage) {
-  std::vector<nlohmann::json> out;
-  if (!fs::exists(run / "metrics.jsonl")) return out;
-  for (auto& r : MetricsWriter::read_all(run / "metrics.jsonl"))
-    if (r.value("stage", "") == stage) out.push_back(r);
-  return out;
-}
+using testing::stage_records;
 
-int count_lines(const std::string& s) {
-  int n = 0;
-  for (char c : s) n += c == '\n';
-  return n;
-}
+using testing::count_lines;
 
 // A command started in the background (its own process group), output in `log`.
 struct Background {

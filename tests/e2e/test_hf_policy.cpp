@@ -18,8 +18,8 @@ using json = nlohmann::json;
 using testing::run_command;
 using testing::ScratchDir;
 
-const std::string kSrc = KERNELRL_SOURCE_DIR;
-const std::string kBin = KERNELRL_BIN;
+using testing::kSrc;
+using testing::kBin;
 
 // A byte-level BPE tokenizer.json with no merges: the 256 byte stand-ins (GPT-2's
 // bytes_to_unicode) and three ChatML special tokens.

@@ -29,8 +29,8 @@ using ::testing::HasSubstr;
 using testing::run_command;
 using testing::ScratchDir;
 
-const std::string kSrc = KERNELRL_SOURCE_DIR;
-const std::string kBin = KERNELRL_BIN;
+using testing::kSrc;
+using testing::kBin;
 
 // Two bins of log2(MNK): 2^18-2^20 (7 shapes) and 2^21-2^23 (4); 10 % holds one of each out.
 const char* kGrid =

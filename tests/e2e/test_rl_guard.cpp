@@ -15,8 +15,8 @@ namespace {
 using testing::run_command;
 using testing::ScratchDir;
 
-const std::string kSrc = KERNELRL_SOURCE_DIR;
-const std::string kBin = KERNELRL_BIN;
+using testing::kSrc;
+using testing::kBin;
 const std::string kPython = KERNELRL_PYTHON;
 
 class RlGuard : public ::testing::Test {

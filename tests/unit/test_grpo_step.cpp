@@ -12,7 +12,9 @@
 #include "trainer/grpo_step.h"
 #include "trainer/train_utils.h"
 
-using namespace kernelrl;
+// This file's own namespace: the unit tests compile in unity batches (tests/CMakeLists.txt),
+// where two files' helpers in one anonymous namespace would clash.
+namespace kernelrl::grpo_step_test {
 
 static const int kOneThread = (torch::set_num_threads(1), 0);
 
@@ -216,3 +218,5 @@ TEST(GrpoStep, LoraUpdateChangesOnlyAdaptersAndTheReferenceIsTheBase) {
 }
 
 }  // namespace
+
+}  // namespace kernelrl::grpo_step_test

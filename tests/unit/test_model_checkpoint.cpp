@@ -13,7 +13,9 @@
 #include "model/tokenizer.h"
 #include "test_util.h"
 
-using namespace kernelrl;
+// This file's own namespace: the unit tests compile in unity batches (tests/CMakeLists.txt),
+// where two files' helpers in one anonymous namespace would clash.
+namespace kernelrl::model_checkpoint_test {
 
 // Tiny tensors: one intra-op thread (OpenMP spinning on a loaded 2-core CI box costs 100x).
 static const int kOneThread = (torch::set_num_threads(1), 0);
@@ -492,3 +494,5 @@ TEST(SampleCli, PrintsCompletionsFromACheckpoint) {
   auto run_dir = kernelrl::testing::run_kernelrl("sample --run-dir " + dir.path().string());
   EXPECT_EQ(run_dir.exit_code, 2) << run_dir.output;
 }
+
+}  // namespace kernelrl::model_checkpoint_test

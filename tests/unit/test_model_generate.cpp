@@ -12,7 +12,9 @@
 #include "model/tokenizer.h"
 #include "test_util.h"
 
-using namespace kernelrl;
+// This file's own namespace: the unit tests compile in unity batches (tests/CMakeLists.txt),
+// where two files' helpers in one anonymous namespace would clash.
+namespace kernelrl::model_generate_test {
 
 // Tiny tensors: one intra-op thread (OpenMP spinning on a loaded 2-core CI box costs 100x).
 static const int kOneThread = (torch::set_num_threads(1), 0);
@@ -294,3 +296,5 @@ TEST(Generate, BadInputsAreUserErrors) {
   o.top_p = 0;
   EXPECT_THROW(generate(model, {{1}}, o), UserError);
 }
+
+}  // namespace kernelrl::model_generate_test

@@ -13,7 +13,9 @@
 #include "model/checkpoint.h"
 #include "model/llama.h"
 
-using namespace kernelrl;
+// This file's own namespace: the unit tests compile in unity batches (tests/CMakeLists.txt),
+// where two files' helpers in one anonymous namespace would clash.
+namespace kernelrl::model_llama_test {
 
 // Tiny tensors: one intra-op thread (OpenMP spinning on a loaded 2-core CI box costs 100x).
 static const int kOneThread = (torch::set_num_threads(1), 0);
@@ -390,3 +392,5 @@ TEST(Model, ActivationCheckpointingGivesTheSameGradients) {
     EXPECT_LT(max_diff(p.value().grad(), pb[p.key()].grad()), 1e-5) << p.key();
   }
 }
+
+}  // namespace kernelrl::model_llama_test

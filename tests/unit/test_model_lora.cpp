@@ -12,7 +12,9 @@
 #include "model/checkpoint.h"
 #include "test_util.h"
 
-using namespace kernelrl;
+// This file's own namespace: the unit tests compile in unity batches (tests/CMakeLists.txt),
+// where two files' helpers in one anonymous namespace would clash.
+namespace kernelrl::model_lora_test {
 using kernelrl::testing::ScratchDir;
 
 static const int kOneThread = (torch::set_num_threads(1), 0);
@@ -226,3 +228,5 @@ TEST(Lora, CheckpointsSaveAdaptersOverTheirBase) {
     EXPECT_NE(std::string(e.what()).find("is gone"), std::string::npos) << e.what();
   }
 }
+
+}  // namespace kernelrl::model_lora_test

@@ -12,7 +12,9 @@
 #include "trainer/pretrain_stage.h"
 #include "trainer/train_utils.h"
 
-using namespace kernelrl;
+// This file's own namespace: the unit tests compile in unity batches (tests/CMakeLists.txt),
+// where two files' helpers in one anonymous namespace would clash.
+namespace kernelrl::pretrain_step_test {
 
 // Tiny tensors: one intra-op thread (OpenMP spinning on a loaded 2-core CI box costs 100x).
 static const int kOneThread = (torch::set_num_threads(1), 0);
@@ -136,3 +138,5 @@ TEST(PretrainStep, GradNormAndClipAgainstFloat64) {
   clip_grads(grads, 0.5, /*max_norm=*/1.0);  // below the limit: untouched
   EXPECT_NEAR(total_grad_norm(grads).item<double>(), 1.0, 1e-5);
 }
+
+}  // namespace kernelrl::pretrain_step_test

@@ -14,7 +14,9 @@
 #include "model/tokenizer.h"
 #include "test_util.h"
 
-using namespace kernelrl;
+// This file's own namespace: the unit tests compile in unity batches (tests/CMakeLists.txt),
+// where two files' helpers in one anonymous namespace would clash.
+namespace kernelrl::tokenizer_test {
 using kernelrl::testing::ScratchDir;
 
 namespace {
@@ -132,3 +134,5 @@ TEST(Tokenizer, CliTrain) {
                                       " --out " + (dir / "x.model").string());
   EXPECT_EQ(bad.exit_code, 2) << bad.output;
 }
+
+}  // namespace kernelrl::tokenizer_test

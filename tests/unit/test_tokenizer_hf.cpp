@@ -15,7 +15,9 @@
 #include "model/tokenizer.h"
 #include "test_util.h"
 
-using namespace kernelrl;
+// This file's own namespace: the unit tests compile in unity batches (tests/CMakeLists.txt),
+// where two files' helpers in one anonymous namespace would clash.
+namespace kernelrl::tokenizer_hf_test {
 using kernelrl::testing::ScratchDir;
 using json = nlohmann::json;
 
@@ -229,3 +231,5 @@ TEST(HfTokenizer, EncodeAndDecodeMatchTheTokenizersLibrary) {
     }
   }
 }
+
+}  // namespace kernelrl::tokenizer_hf_test
