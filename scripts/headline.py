@@ -175,6 +175,12 @@ ROWS = [
          command="`kernelrl train configs/quickstart-cpu.yaml` under `taskset -c 0,1`",
          source="docs/history/2026-11-26-lift-issue25.md",
          quote="mean of steps 1–4 → 5–8: correct\n7 % → 11 %"),
+    dict(area="rl", metric="CPU quickstart at lr 1e-4 after 2 warmup steps, 12 HGEMM steps, demonstrations off: the policy's own samples correct, mean of steps 1-6 → 7-12",
+         value="seed 1: 62 % → 89 % (learned); seed 0: 41 % → 49 % (not)", card="2-core CPU host (Intel Xeon), loaded (load 7-11)",
+         date="2026-11-27", protocol="host time",
+         command="`kernelrl train configs/quickstart-cpu.yaml run.seed=N rollout.demonstrations=0`",
+         source="docs/history/2026-11-27-cpu-quickstart-issue25.md",
+         quote="seed 1: 62 % → 89 % (learned); seed 0: 41 % → 49 % (not)"),
     dict(area="lift", metric="HGEMM RL lift on 10 held-out shapes: mean best-of-16 against lt-auto, before → after 6 RL steps (8.4M policy, exemplars from the sweep grid)",
          value="0.519× → 0.505× (−2.6 %); 0 of 10 beat the sweep's best variant; novelty 0 %", card=H100,
          date="2026-11-26", protocol=DEVICE,
@@ -218,6 +224,15 @@ ROWS = [
          date="2026-11-26", protocol="wall time", command="`CI=true bash .ci/run`",
          source="docs/history/2026-11-24-ci-time.md",
          quote="**228/228 passed, 1,848 s wall**\n(setup, configure and build 1,407 s; `ctest -j2` 441 s)"),
+    dict(area="build", metric="`bash scripts/test.sh` on a fresh clone, 2 quiet cores, no ccache, venv linked (no pip install), unity builds",
+         value="17 min 29 s: 278 of 280 passed (build ~4 min 48 s, tests 760.6 s: `LiftPipeline` alone)",
+         card="2-core CPU host (Intel Xeon)", date="2026-11-27", protocol="wall time",
+         command="`CCACHE_DISABLE=1 bash scripts/test.sh`",
+         source="docs/history/2026-11-27-fresh-clone-issue26.md",
+         quote="| all in, wall | **17 min 29 s** (user 1,795 s + sys 163 s CPU) |\n"
+               "| setup + configure + build (kernelrl_tests, unity) | ~4 min 48 s |\n"
+               "| tests, `ctest -j2` | 760.6 s, bounded by `LiftPipeline` (760.6 s, started first; 254 other tests 1,342 s summed on the other core) |\n"
+               "| result | 278 of 280 passed"),
 ]
 
 AREAS = {"timing": "[Timing and trust](#timing-and-trust)",
