@@ -6,6 +6,18 @@
 
 namespace kernelrl {
 
+namespace {
+
+// Whether `task`'s prompt with `e` as its only exemplar leaves max_new_tokens of the context.
+bool fits_alone(const TaskSpec& task, PromptParts parts, const Exemplar& e, const Tokenizer& tokenizer,
+                int64_t budget) {
+  parts.exemplars = {e};
+  return static_cast<int64_t>(tokenizer.encode(build_prompt(task, parts), tokenizer.bos_id() >= 0).size()) <=
+         budget;
+}
+
+}  // namespace
+
 PromptGroup make_prompt_group(const TaskSpec& task, PromptParts parts, const Tokenizer& tokenizer,
                               int64_t max_seq_len, int64_t max_new_tokens) {
   PromptGroup g;
@@ -15,12 +27,8 @@ PromptGroup make_prompt_group(const TaskSpec& task, PromptParts parts, const Tok
   // (a Hopper family variant is ~10k tokens) would push every shorter one out before itself.
   if (parts.exemplars.size() > 1) {
     std::vector<Exemplar> fitting;
-    for (const auto& e : parts.exemplars) {
-      PromptParts alone = parts;
-      alone.exemplars = {e};
-      const auto ids = tokenizer.encode(build_prompt(task, alone), tokenizer.bos_id() >= 0);
-      if (static_cast<int64_t>(ids.size()) <= budget) fitting.push_back(e);
-    }
+    for (const auto& e : parts.exemplars)
+      if (fits_alone(task, parts, e, tokenizer, budget)) fitting.push_back(e);
     parts.exemplars = std::move(fitting);
   }
   for (;;) {
@@ -44,12 +52,7 @@ std::vector<Exemplar> ExemplarFit::filter(const TaskSpec& task, const PromptPart
   std::vector<Exemplar> out;
   for (const auto& e : pool) {
     auto [it, fresh] = fits_.try_emplace(task.name + '\n' + e.id, false);
-    if (fresh) {
-      PromptParts alone = parts;
-      alone.exemplars = {e};
-      const auto ids = tok_.encode(build_prompt(task, alone), tok_.bos_id() >= 0);
-      it->second = static_cast<int64_t>(ids.size()) <= budget_;
-    }
+    if (fresh) it->second = fits_alone(task, parts, e, tok_, budget_);
     if (it->second) out.push_back(e);
   }
   return out;

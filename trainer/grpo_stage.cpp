@@ -58,7 +58,11 @@ std::vector<std::string> seed_sources(Evaluator& ev, const TaskSpec& task, int64
                                       const SeedGrid* grid) {
   if (grid && n > 0 && task.kind == TaskKind::hgemm && ev.backend() == "gpu") {
     std::vector<std::string> sources = grid->sources(task, n);
-    if (!sources.empty()) return sources;
+    if (!sources.empty()) {
+      KRL_LOG(info) << task.name << ": " << sources.size() << " exemplar seeds, measured best at "
+                    << grid->nearest_shape(task);
+      return sources;
+    }
   }
   auto variants = variants_for_task(task, ev.backend() == "gpu" ? "cuda" : "host", ev.arch());
   std::map<std::string, std::vector<KernelVariant>> by_family;  // shuffled in name order
@@ -112,8 +116,6 @@ std::unique_ptr<SeedGrid> job_seed_grid(const JobConfig& job) {
   } catch (const UserError& e) {
     throw ConfigError(std::string("rollout.seed_grid: ") + e.what());
   }
-  KRL_LOG(info) << "exemplar seeds: " << grid->rows() << " training shapes of " << job.rollout.seed_grid
-                << " (" << heldout.size() << " held-out shapes excluded)";
   return grid;
 }
 
@@ -503,7 +505,9 @@ void RlStage::start(const TrainState& state) {
   tasks_ = rl_stage_tasks(job_, stage_.kind, backend_);
   exemplars_ = std::make_unique<ExemplarStore>(store_path, stage_.name);
   fit_ = std::make_unique<ExemplarFit>(tok_, policy_.shape.max_seq_len, ro_.sampling.max_new_tokens);
-  if (stage_.kind == "hgemm_rl" && backend_ == "gpu") seed_grid_ = job_seed_grid(job_);
+  if (stage_.kind == "hgemm_rl" && backend_ == "gpu" && (seed_grid_ = job_seed_grid(job_)))
+    KRL_LOG(info) << "exemplar seeds: " << seed_grid_->rows() << " shapes of " << ro_.seed_grid
+                  << " (held-out shapes excluded)";
   if (dist::is_main()) exemplars_->truncate_after(state.step);
   if (group && dist::is_main()) group->barrier();
   scorer_ = std::make_unique<RlScorer>(*evaluator_, *exemplars_, job_.reward.failed_reward,
