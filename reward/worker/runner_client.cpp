@@ -25,8 +25,15 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr uint64_t kArenaAlign = 256;
-constexpr uint64_t kArenaBase = 0x500000000000ull;  // far from the heap, libraries and stacks
-constexpr uint64_t kArenaWindow = 0x100000000000ull;
+// The arena's address is chosen here and must be free in the runner too, a fresh process with
+// its own randomized layout. Below every region x86-64 Linux places by itself: a PIE and its
+// brk heap start at 0x5555_5555_4000 plus up to 1 TiB of randomization, shared libraries and
+// anonymous mmaps grow down from below the stack (0x7fxx_...). The window used to be
+// 0x5000_0000_0000 + 16 TiB, which holds the PIE range: about 1 runner in 1,000 found its own
+// executable or heap where the worker's arena sat ("cannot map the shared arena at its address:
+// File exists", twice in one clean-clone CI run, 2026-11-27).
+constexpr uint64_t kArenaBase = 0x100000000000ull;    // 16 TiB
+constexpr uint64_t kArenaWindow = 0x300000000000ull;  // to 64 TiB, below 0x5555_5555_4000
 // A request's deadline is the call timeout plus this: the runner must also be scheduled, read
 // the request and write its answer (seconds on a loaded 2-core host), and a load runs the
 // dynamic loader and the candidate's static initializers.
