@@ -29,7 +29,8 @@ constexpr uint64_t kArenaAlign = 256;
 // its own randomized layout. Below every region x86-64 Linux places by itself: a PIE and its
 // brk heap start at 0x5555_5555_4000 plus up to 1 TiB of randomization, shared libraries and
 // anonymous mmaps grow down from below the stack (0x7fxx_...). The window used to be
-// 0x5000_0000_0000 + 16 TiB, which holds the PIE range: about 1 runner in 1,000 found its own
+// 0x5000_0000_0000 + 16 TiB, which holds the PIE range: by that geometry (an estimate) about 1
+// runner in 1,000 found its own
 // executable or heap where the worker's arena sat ("cannot map the shared arena at its address:
 // File exists", twice in one clean-clone CI run, 2026-11-27).
 constexpr uint64_t kArenaBase = 0x100000000000ull;    // 16 TiB
