@@ -6,7 +6,11 @@
 #           the Hopper families' samples with their negative controls -> OUT/gpu_tests.log
 #   trust   bench/gpu_evaluator_v2.sh's trust phase at the current defaults (standalone timer vs
 #           the evaluator at 12 shapes, the same kernel twice, busy pool) -> OUT/trust*
-#   usage: bash bench/gpu_integrity.sh BUILD OUT build,tests,trust
+#   peer    the sweep's CUTLASS variants at the two shapes where a parameter word of theirs fell
+#           inside another timing set's buffer (2026-11-26): kernelrl eval, result and
+#           metrics.peer_words -> OUT/peer_*.json
+#   gpu     build everything, then every GPU test (ctest -L gpu) -> OUT/gpu_all.log
+#   usage: bash bench/gpu_integrity.sh BUILD OUT build,tests,peer,trust,gpu
 # On the device tool (after scripts/device_prepare.sh here): carry [".device"], command
 #   rm -f /tmp/deps/.done; source .device/env.sh && bash bench/gpu_integrity.sh /tmp/b $OUT build,tests
 set -uo pipefail
@@ -39,6 +43,28 @@ if [[ ,$phases, == *,tests,* ]]; then
   grep -E "^\[[a-z_ .0-9-]+\] |REPEAT|DRIFT|CLOCK|RUNNER|tests passed|Failed|FAILED|Passed|Expected|Which is|actual" \
     "$out/gpu_tests.log" | cut -c1-240
   echo "tests: $(( $(date +%s) - t0 )) s"
+fi
+if [[ ,$phases, == *,peer,* ]]; then
+  t0=$(date +%s)
+  rm -rf /tmp/gi_emit && "$build/kernelrl" data synth --families hgemm_cutlass --n 2000 --out /tmp/gi_emit.jsonl \
+    --emit-dir /tmp/gi_emit > /dev/null
+  for case in 128x8192x16384:bm64_bn128_bk64_cm1_cn1_sched1_raster0_swizzle1 \
+              512x16384x16384:bm128_bn256_bk64_cm1_cn1_sched0_raster0_swizzle1; do
+    shape=${case%%:*}
+    "$build/kernelrl" eval "/tmp/gi_emit/hgemm_cutlass_nn_accf32_${case#*:}.cu" --shape "$shape" \
+      --store /tmp/gi_peer.sqlite --cache-dir /tmp/gi_cache --json "$out/peer_$shape.json" 2>&1 | tail -3
+    python3 -c "import json,sys; r=json.load(open(sys.argv[1])); m=r.get('metrics',{}); print(sys.argv[2], r.get('status'), r.get('check'), r.get('reason','')[:300]); print(' peer_words_verified', m.get('peer_words_verified')); [print(' ', w) for w in m.get('peer_words',[])[:6]]" \
+      "$out/peer_$shape.json" "$shape"
+  done
+  echo "peer: $(( $(date +%s) - t0 )) s"
+fi
+if [[ ,$phases, == *,gpu,* ]]; then
+  t0=$(date +%s)
+  cmake --build "$build" > /tmp/gi_build_all.log 2>&1 || { grep -E "error|FAILED" /tmp/gi_build_all.log | head -30; exit 1; }
+  echo "build all: $(( $(date +%s) - t0 )) s"
+  (cd "$build" && ctest -L gpu --output-on-failure --timeout 400) > "$out/gpu_all.log" 2>&1
+  grep -E "tests passed|Failed|FAILED|Passed|\*\*\*" "$out/gpu_all.log" | cut -c1-200 | tail -40
+  echo "gpu tests: $(( $(date +%s) - t0 )) s"
 fi
 if [[ ,$phases, == *,trust,* ]]; then
   bash bench/gpu_evaluator_v2.sh "$build" "$out" trust "${GI_SHAPES:-64,128,256,512,768,1024,1536,2048,3072,4096,8192,16384}"

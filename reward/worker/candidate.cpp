@@ -94,9 +94,10 @@ void Candidate::release_runner() {
 }
 
 // What a description may do with the call's memory: write only into the call's outputs and
-// workspace (memset/memcpy nodes), and name no other call's buffer anywhere (kernel parameters,
-// copy sources): a call's time must be that call's work.
-void Candidate::check_image(const GraphImage& g, const CallBuffers& b) const {
+// workspace (memset/memcpy nodes: exact ranges, so a write elsewhere is a verdict here). A
+// parameter word or copy source inside another call's buffer is only a suspect (PeerWord):
+// returned for the harness to test by running the call alone.
+std::vector<PeerWord> Candidate::check_image(const GraphImage& g, const CallBuffers& b) const {
   std::vector<Range> own = b.inputs;
   own.insert(own.end(), b.outputs.begin(), b.outputs.end());
   own.push_back(b.workspace);
@@ -105,14 +106,15 @@ void Candidate::check_image(const GraphImage& g, const CallBuffers& b) const {
       if (inside(r, a)) return true;
     return false;
   };
-  for (uint64_t w : g.parameter_words()) {
-    if (is_own(w)) continue;
-    for (const auto& p : peers_)
-      if (inside(p, w))
-        fail("cross_call_work",
-             "the call's captured work names another call's buffer (" + hex_addr(w) +
-                 "): work batched or deferred across the calls of a replay",
-             "reward_hack");
+  std::vector<PeerWord> found;
+  for (const auto& w : g.parameter_words()) {
+    if (is_own(w.word)) continue;
+    for (size_t p = 0; p < peers_.size(); ++p)
+      if (inside(peers_[p], w.word)) {
+        const auto& n = g.nodes[w.node];
+        found.push_back({n.type == NodeImage::Type::kernel ? n.kernel.name : "memcpy", w.node, w.offset, w.word, p});
+        break;
+      }
   }
   for (const auto& w : g.written_ranges()) {
     bool ok = within(b.workspace, w);
@@ -126,6 +128,12 @@ void Candidate::check_image(const GraphImage& g, const CallBuffers& b) const {
     fail("out_of_bounds_write", "the call's captured work writes outside its outputs and workspace (memset/memcpy at " +
                                     hex_addr(w.first) + ")");
   }
+  return found;
+}
+
+std::vector<PeerWord> Candidate::peer_words(const kernelrl_args& a) const {
+  auto it = peer_words_.find(key_of(a));
+  return it == peer_words_.end() ? std::vector<PeerWord>{} : it->second;
 }
 
 Candidate::Prepared& Candidate::prepared(const kernelrl_args& a, const CallBuffers& b) {
@@ -137,7 +145,7 @@ Candidate::Prepared& Candidate::prepared(const kernelrl_args& a, const CallBuffe
 #ifdef KERNELRL_HAVE_CUDA
   GraphImage image = runner_.capture(a, timeout_s_);
   ++captures_;
-  check_image(image, b);
+  if (auto words = check_image(image, b); !words.empty()) peer_words_[key] = std::move(words);
   try {
     p->graph = build_graph(image, module_->module);
   } catch (const NotReplayable& e) {

@@ -1,8 +1,9 @@
 // The candidate as the harness calls it (reward integrity, docs/sandbox.md). Its host code runs
 // only in the runner (runner_client.h); here a call is what that code enqueued:
 //   - GPU: the runner captures the call into a graph and describes it; this side checks the
-//     description against the call's buffers (writes only into its outputs and workspace; no
-//     reference to another call's buffers: cross_call_work), rebuilds it from the candidate's
+//     description against the call's buffers (memset/memcpy writes only into its outputs and
+//     workspace; a parameter word or copy source inside another call's buffer is recorded as a
+//     peer word, which the harness then tests by running the call alone), rebuilds it from the candidate's
 //     own device code (graph_cuda.h), and launches it on the backend's stream, or adds it to
 //     the stream's capture (the timing engine's graphs). Calls with the same arguments reuse
 //     the first capture, so once every call has been prepared the runner can be stopped for
@@ -31,6 +32,19 @@ struct CallBuffers {
   Range workspace{0, 0};
 };
 
+// A parameter word or copy source of a call's captured work that lies inside another call's
+// buffer. Not a verdict by itself: a parameter struct's padding or a descriptor's packed field
+// can hold such a value by chance (the 20 timing sets at 512x16384x16384 span ~10 GiB of
+// addresses), so the harness runs a call that has one alone and checks that it leaves every
+// other call's outputs untouched and computes its own (harness.cpp, verify_peer_words).
+struct PeerWord {
+  std::string kernel;   // the node's kernel name, or "memcpy" (a copy's source)
+  size_t node = 0;
+  int64_t offset = -1;  // byte offset in the kernel's parameters (-1: a copy's source)
+  uint64_t word = 0;
+  size_t peer = 0;      // index into set_peers' list
+};
+
 class Candidate {
  public:
   // `so`: the compiled candidate. Starts the runner and loads it there (its static initializers
@@ -44,6 +58,8 @@ class Candidate {
   void set_peers(std::vector<Range> peers) { peers_ = std::move(peers); }
   // GPU: captures, checks and rebuilds the call now, if not done yet (host: nothing to do).
   void prepare(const kernelrl_args& a, const CallBuffers& b);
+  // The peer words found when the call was prepared (none for an unprepared one).
+  std::vector<PeerWord> peer_words(const kernelrl_args& a) const;
   // One call on the backend's stream (GPU: launched, or added to the stream's capture).
   void call(const kernelrl_args& a, const CallBuffers& b);
   // Host: these calls in one runner round trip (GPU: one call each).
@@ -55,7 +71,7 @@ class Candidate {
  private:
   struct Prepared;
   Prepared& prepared(const kernelrl_args& a, const CallBuffers& b);
-  void check_image(const GraphImage& g, const CallBuffers& b) const;
+  std::vector<PeerWord> check_image(const GraphImage& g, const CallBuffers& b) const;
   Backend& be_;
   Runner& runner_;
   double timeout_s_;
@@ -65,6 +81,7 @@ class Candidate {
   struct Module;
   std::unique_ptr<Module> module_;
   std::map<std::string, std::unique_ptr<Prepared>> prepared_;  // by the argument block's bytes
+  std::map<std::string, std::vector<PeerWord>> peer_words_;    // likewise, where there are any
 };
 
 }  // namespace kernelrl::worker

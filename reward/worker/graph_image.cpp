@@ -64,16 +64,17 @@ std::vector<std::pair<uint64_t, uint64_t>> GraphImage::written_ranges() const {
   return out;
 }
 
-std::vector<uint64_t> GraphImage::parameter_words() const {
-  std::vector<uint64_t> out;
-  for (const auto& n : nodes) {
-    if (n.type == NodeImage::Type::memcpy) out.push_back(n.memcpy.src);
+std::vector<ParamWord> GraphImage::parameter_words() const {
+  std::vector<ParamWord> out;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const auto& n = nodes[i];
+    if (n.type == NodeImage::Type::memcpy) out.push_back({n.memcpy.src, i, -1});
     if (n.type != NodeImage::Type::kernel) continue;
     const auto& b = n.kernel.param_bytes;
     for (size_t off = 0; off + 8 <= b.size(); off += 8) {
       uint64_t w;
       std::memcpy(&w, b.data() + off, 8);
-      out.push_back(w);
+      out.push_back({w, i, static_cast<int64_t>(off)});
     }
   }
   return out;

@@ -62,13 +62,21 @@ struct EdgeImage {
   uint8_t type = 0, from_port = 0, to_port = 0;  // CUgraphEdgeData (programmatic edges)
 };
 
+// An 8-byte word of a kernel node's parameters (at `offset`), or a memcpy node's source
+// (offset -1): a value that may be an address.
+struct ParamWord {
+  uint64_t word = 0;
+  size_t node = 0;
+  int64_t offset = -1;
+};
+
 struct GraphImage {
   std::vector<NodeImage> nodes;
   std::vector<EdgeImage> edges;
   // Device address ranges the work writes through memset/memcpy nodes ([begin, end)), and the
   // 8-byte words of kernel parameters: what the worker checks against the call's buffers.
   std::vector<std::pair<uint64_t, uint64_t>> written_ranges() const;
-  std::vector<uint64_t> parameter_words() const;
+  std::vector<ParamWord> parameter_words() const;
 };
 
 nlohmann::json to_json(const GraphImage& g);

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -52,6 +53,12 @@ constexpr double kBoundaryTolerance = 0.25, kBoundarySlackUs = 0.5;
 // Wall-clock cross-check: device-wide wall time may exceed stream events by launch and sync
 // overheads, never by more than this (work that escaped the stream shows up here).
 constexpr double kWallFactor = 2.0, kWallSlackUs = 100.0;
+
+std::string hex_word(uint64_t w) {
+  char b[24];
+  std::snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(w));
+  return b;
+}
 
 // A tensor inside a larger byte slab: a random front gap and a guard band after it, both filled
 // with kGuardByte. Without a slab (timing sets) it is a plain tensor and guards are skipped.
@@ -549,14 +556,19 @@ struct Harness::Impl {
     c.names = kind.timeable(o.raw_baselines);
     c.sets = timing_sets(kind, c.names, o, metrics);
     std::vector<Range> all_sets;
+    std::vector<std::string> peer_names;  // "set 3 output 0", one per entry of all_sets
     for (const auto& s : c.sets) {
       std::vector<void*> in, out;
       for (const auto& x : s.inputs) in.push_back(x.data_ptr());
       for (const auto& x : s.outputs) out.push_back(x.data_ptr());
       c.args.push_back(make_args(in, out, kind.dims(s.inputs)));
       c.bufs.push_back(buffers_of(s));
-      for (const auto* rs : {&c.bufs.back().inputs, &c.bufs.back().outputs})
-        all_sets.insert(all_sets.end(), rs->begin(), rs->end());
+      const std::string set = "set " + std::to_string(c.bufs.size() - 1);
+      for (const auto& [rs, what] : {std::pair{&c.bufs.back().inputs, " input "}, {&c.bufs.back().outputs, " output "}})
+        for (size_t j = 0; j < rs->size(); ++j) {
+          all_sets.push_back((*rs)[j]);
+          peer_names.push_back(set + what + std::to_string(j));
+        }
     }
     be.sync_device();
     cand.set_peers(all_sets);
@@ -568,8 +580,76 @@ struct Harness::Impl {
                " more bytes of L2 than the default were set aside for persisting accesses "
                "(cudaLimitPersistingL2CacheSize): reset, and the candidate refused",
            "reward_hack");
+    for (size_t s = 0; s < c.sets.size(); ++s)
+      if (auto words = cand.peer_words(c.args[s]); !words.empty())
+        verify_peer_words(cand, kind, c, s, words, all_sets, peer_names, o, metrics);
     metrics["captures"] = cand.captures();
     return c;
+  }
+
+  // A call whose captured work holds a word inside another call's buffer (candidate.h,
+  // PeerWord) runs alone, untimed, with every other set's outputs NaN-poisoned and their
+  // floating inputs negated: it must leave those outputs poisoned (it did no other call's work)
+  // and compute its own answer from its own inputs (it needed none of theirs). Batching fails
+  // the first, a call that leans on another's buffers the second: cross_call_work. A word that
+  // only looks like an address (padding, a descriptor's packed field) passes, and is listed in
+  // metrics.peer_words with where it sits.
+  void verify_peer_words(Candidate& cand, TaskKind& kind, TimedCalls& c, size_t s, const std::vector<PeerWord>& words,
+                         const std::vector<Range>& peers, const std::vector<std::string>& peer_names, const Opts& o,
+                         nlohmann::json& metrics) {
+    auto& listed = metrics["peer_words"];
+    if (!listed.is_array()) listed = nlohmann::json::array();
+    for (const auto& w : words)
+      if (listed.size() < 16)
+        listed.push_back({{"set", s}, {"kernel", w.kernel}, {"node", w.node}, {"offset", w.offset},
+                          {"word", hex_word(w.word)}, {"peer", peer_names.at(w.peer)},
+                          {"into_peer", w.word - peers.at(w.peer).first}});
+    const PeerWord& first = words.front();
+    const std::string named = "its captured work holds " + hex_word(first.word) + " (" + first.kernel +
+                              (first.offset >= 0 ? ", parameter byte " + std::to_string(first.offset) : "") +
+                              "), inside " + peer_names.at(first.peer);
+    auto negate_others = [&] {
+      for (size_t t = 0; t < c.sets.size(); ++t)
+        if (t != s)
+          for (auto& x : c.sets[t].inputs)
+            if (at::isFloatingType(x.scalar_type())) x.neg_();
+    };
+    for (auto& set : c.sets)
+      for (auto& x : set.outputs) poison(x);
+    negate_others();
+    be.sync_device();
+    cand.call(c.args[s], c.bufs[s]);
+    be.wait_stream(o.call_timeout_s);
+    be.sync_device();
+    negate_others();  // back to the values the timing sets were drawn with
+    const std::string call = "call " + std::to_string(s) + ", run alone,";
+    for (size_t t = 0; t < c.sets.size(); ++t) {
+      if (t == s) continue;
+      for (size_t j = 0; j < c.sets[t].outputs.size(); ++j) {
+        const at::Tensor& x = c.sets[t].outputs[j];
+        if (int64_t wrote = x.numel() - unwritten_mask(x).sum().item<int64_t>(); wrote > 0)
+          fail("cross_call_work",
+               call + " wrote " + std::to_string(wrote) + " elements of set " + std::to_string(t) + "'s output " +
+                   std::to_string(j) + "; " + named + ": work batched across the calls of a replay",
+               "reward_hack");
+      }
+    }
+    for (size_t j = 0; j < c.sets[s].outputs.size(); ++j)
+      if (int64_t left = unwritten_mask(c.sets[s].outputs[j]).sum().item<int64_t>(); left > 0)
+        fail("cross_call_work",
+             call + " left " + std::to_string(left) + " elements of its output " + std::to_string(j) +
+                 " unwritten; " + named + ": its work was deferred to another call",
+             "reward_hack");
+    try {
+      kind.check(c.sets[s].outputs, kind.reference(c.sets[s].inputs), c.sets[s].inputs, Draw::normal,
+                 call + " (peer words)", /*replay=*/true);
+    } catch (const CheckFailure& f) {
+      fail("cross_call_work",
+           call + " did not compute its own answer (" + f.check + "); " + named +
+               ": its result depends on another call's buffers",
+           "reward_hack");
+    }
+    metrics["peer_words_verified"] = metrics.value("peer_words_verified", 0) + 1;
   }
 
   // 3. Time: the candidate (contender 0) interleaved with the baselines through the timing

@@ -259,13 +259,16 @@ TEST(RewardGpu, MeasuredClockMatchesACycleCountedKernel) {
 //   - a forged result line on every pipe (the 2026-11-26 attack, with a correct kernel behind
 //     it): reward_hack / forged_message, and no forged baseline (4242 us) in the store;
 //   - work batched across a replay's calls, the batch naming the other calls' buffers:
-//     reward_hack / cross_call_work (the captured work is checked before it is rebuilt);
+//     reward_hack / cross_call_work (a call whose captured work names another call's buffer runs
+//     alone, and writes their outputs);
 //   - the same deferral done on the device, keyed on the time since the previous call, with
 //     nothing for a static check to see: reward_hack / cross_call_work (call-boundary
 //     verification);
 //   - an L2 set-aside for persisting accesses with an access-policy window on the kernel:
 //     reward_hack / device_state;
-// and the naive kernel after them passes.
+// and two honest kernels after them pass: the naive one, and one whose parameters carry another
+// call's address without using it (a word that only looks like cross-call work: run alone, it
+// touches no other call's buffer).
 TEST(RewardGpu, RewardHacksGetNamedVerdicts) {
   REQUIRE_CUDA();
   testing::ScratchDir dir;
@@ -283,6 +286,7 @@ TEST(RewardGpu, RewardHacksGetNamedVerdicts) {
       {"batched calls", fixture("gpu_batched_calls.cu"), EvalStatus::reward_hack, "cross_call_work"},
       {"deferred calls", fixture("gpu_deferred_calls.cu"), EvalStatus::reward_hack, "cross_call_work"},
       {"persisting L2", fixture("gpu_persisting_l2.cu"), EvalStatus::reward_hack, "device_state"},
+      {"peer word", fixture("gpu_peer_word.cu"), EvalStatus::ok, ""},
       {"naive", fixture("gpu_naive.cu"), EvalStatus::ok, ""},
   };
   std::vector<std::string> sources;
@@ -295,6 +299,12 @@ TEST(RewardGpu, RewardHacksGetNamedVerdicts) {
                                              << "\n" << rs[i].compile_log;
     EXPECT_EQ(rs[i].check, cases[i].check) << cases[i].what << ": " << rs[i].reason;
   }
+  EXPECT_NE(rs[1].reason.find("run alone"), std::string::npos) << rs[1].reason;  // batched: the alone run names it
+  const EvalResult& peer = rs[rs.size() - 2];
+  EXPECT_GE(peer.metrics.value("peer_words_verified", 0), 1) << peer.metrics.dump();
+  ASSERT_TRUE(peer.metrics.contains("peer_words")) << peer.metrics.dump();
+  EXPECT_EQ(peer.metrics["peer_words"][0].value("into_peer", uint64_t{1}), 0u);  // the previous call's A, its first byte
+  EXPECT_FALSE(rs.back().metrics.contains("peer_words")) << rs.back().metrics.dump();
   std::printf("RUNNER start %.3f s, %d captures\n", rs.back().metrics.value("runner_start_s", 0.0),
               rs.back().metrics.value("captures", 0));
   EXPECT_GE(rs.back().metrics.value("captures", 0), 20);

@@ -72,9 +72,15 @@ TEST(GraphImage, WrittenRangesAndParameterWordsAreWhatTheWorkerChecks) {
   const auto words = g.parameter_words();
   // The kernel's three 8-byte words (the last holds the int and padding) and the copy's source.
   ASSERT_EQ(words.size(), 4u);
-  EXPECT_EQ(words[0], 0x7f0000001000u);
-  EXPECT_EQ(words[1], 0x7f0000002000u);
-  EXPECT_EQ(words[3], 0x7f0000004000u);
+  EXPECT_EQ(words[0].word, 0x7f0000001000u);
+  EXPECT_EQ(words[1].word, 0x7f0000002000u);
+  EXPECT_EQ(words[3].word, 0x7f0000004000u);
+  // Where each sits: node and byte offset (the copy's source has none).
+  EXPECT_EQ(words[1].node, 0u);
+  EXPECT_EQ(words[1].offset, 8);
+  EXPECT_EQ(words[2].offset, 16);
+  EXPECT_EQ(words[3].node, 2u);
+  EXPECT_EQ(words[3].offset, -1);
 }
 
 TEST(GraphImage, MalformedDescriptionsAreRefused) {
