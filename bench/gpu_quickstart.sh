@@ -28,7 +28,7 @@ tar czf "$out/quickstart_samples.tgz" -C runs/quickstart-gpu samples 2>/dev/null
 # Best policy-sampled kernel per shape / task (and whether it is a copy of a family variant),
 # and the hgemm_rl reward curve.
 [[ -s runs/data/hgemm_families.jsonl ]] ||
-  $kr data synth --families hgemm_tiled,hgemm_wmma,hgemm_mma,hgemm_wgmma,hgemm_cutlass --n 4000 --out runs/data/hgemm_families.jsonl
+  $kr data synth --families hgemm_tiled,hgemm_wmma,hgemm_mma,hgemm_wgmma,hgemm_cutlass,hgemm_small --n 6000 --out runs/data/hgemm_families.jsonl
 python3 bench/quickstart_best.py runs/quickstart-gpu runs/data/hgemm_families.jsonl --scope hgemm_rl \
   > "$out/quickstart_best_hgemm.md" 2>&1
 python3 bench/quickstart_best.py runs/quickstart-gpu runs/data/synth.jsonl --scope general_rl \
