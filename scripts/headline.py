@@ -93,14 +93,14 @@ def catalog_torch():
 
 
 def trust_agree():
-    rows = read_csv("trust_h100_2026-11-26.csv")
+    rows = read_csv("trust_h100_2026-11-27.csv")
     d = [float(r["diff_to_nearer_pct"]) for r in rows]
     worst = max(d, key=abs)
     return f"within 3 % at {sum(abs(x) < 3 for x in d)}/{len(d)} shapes (largest {worst:+.2f} %)"
 
 
 def trust_repeat():
-    rows = [r for r in read_csv("trust_h100_2026-11-26.csv") if int(r["shape"]) >= 1024]
+    rows = [r for r in read_csv("trust_h100_2026-11-27.csv") if int(r["shape"]) >= 1024]
     miss = [r for r in rows if float(r["repeat_diff_pct"]) >= 1]
     text = f"within 1 % at {len(rows) - len(miss)}/{len(rows)} shapes ≥ 1024³"
     if miss:
@@ -124,11 +124,11 @@ def compile_rate():
 #  source: a docs/data file or a docs/history file, quote for history sources)
 ROWS = [
     dict(area="timing", metric="evaluator's cuBLASLt-autotuned time against a standalone graph timer (no shared code), 64³–16384³",
-         value=trust_agree, card=H100, date="2026-11-26", protocol=DEVICE,
-         command="`bash bench/gpu_integrity.sh B $OUT trust`", source="docs/data/trust_h100_2026-11-26.csv"),
+         value=trust_agree, card=H100, date="2026-11-27", protocol=DEVICE,
+         command="`bash bench/gpu_integrity.sh B $OUT trust`", source="docs/data/trust_h100_2026-11-27.csv"),
     dict(area="timing", metric="the same kernel evaluated twice",
-         value=trust_repeat, card=H100, date="2026-11-26", protocol=DEVICE,
-         command="`bash bench/gpu_integrity.sh B $OUT trust`", source="docs/data/trust_h100_2026-11-26.csv"),
+         value=trust_repeat, card=H100, date="2026-11-27", protocol=DEVICE,
+         command="`bash bench/gpu_integrity.sh B $OUT trust`", source="docs/data/trust_h100_2026-11-27.csv"),
     dict(area="timing", metric="evaluator throughput, 240 distinct naive HGEMM candidates, cold compile cache",
          value="621 candidates/minute", card="H200", date="2026-11-22", protocol="wall time (16 cores)",
          command="`bench/bench_evaluator 240 256x256x256`",
@@ -155,20 +155,20 @@ ROWS = [
     dict(area="catalog", metric="exported catalog through `torch.ops.kernelrl.hgemm` at its 87 winner shapes, against its own autotuned cuBLASLt",
          value=catalog_torch, card=H100, date="2026-11-26", protocol=DEVICE + " (same operands each replay)",
          command="`bash bench/gpu_catalog_grid.sh`", source="docs/data/catalog_grid_torch_h100.csv"),
-    dict(area="rl", metric="GPU quickstart, HGEMM stage: correct samples, steps 1 → 2 of 8 (cut short)",
-         value="41 % → 56 %", card=H100, date="2026-11-26", protocol="-",
-         command="`bash bench/gpu_quickstart.sh`", source="docs/history/2026-11-26-quickstart-h100.md",
-         quote="Reward\n−0.362 → −0.138, correct 41 % → 56 %, 0 % faster."),
+    dict(area="rl", metric="GPU quickstart (exemplars seeded from the family grid), HGEMM stage: correct samples and best speedup, steps 1 → 5 of 8 (cut by the call's time)",
+         value="56 % → 97 %; best 1.04× → 1.21×", card=H100, date="2026-11-27", protocol=DEVICE,
+         command="`bash bench/gpu_quickstart.sh`", source="docs/history/2026-11-27-gpu-session-issues-22-23-25-26.md",
+         quote="GPU quickstart, HGEMM steps 1 → 5: correct 56 % → 97 %; best 1.04× → 1.21×."),
     dict(area="rl", metric="GPU quickstart, best policy kernel per shape against lt-auto-max (64³–512³)",
-         value="0.742×–0.812×: 0 of 4 shapes beat cuBLASLt", card=H100, date="2026-11-26", protocol=DEVICE,
-         command="`bash bench/gpu_quickstart.sh`", source="docs/history/2026-11-26-quickstart-h100.md",
-         quote="64³ 3.16 µs = 0.783× of lt-auto-max (call 22.66 vs 25.60 µs: 1.130× in\ncall time), "
-               "128³ 0.812× (call 0.936×), 256³ 0.748× (call 1.214×), 512³ 0.742× (call 0.889×):\n"
-               "**0 of 4 shapes beat cuBLASLt** in device time."),
-    dict(area="rl", metric="GPU quickstart, compiling per HGEMM step when the policy writes CUTLASS kernels",
-         value="~90 s", card=H100, date="2026-11-26", protocol="wall time (16 cores)",
-         command="`bash bench/gpu_quickstart.sh`", source="docs/history/2026-11-26-quickstart-h100.md",
-         quote="The candidates' compile, ~90 s per step when the\npolicy writes CUTLASS-based kernels"),
+         value="3 of 4 shapes beat cuBLASLt (1.11×–1.21×), two of them exact copies of the hgemm_small variants the prompts showed; 64³ 1.21× where that family's best reached 1.42×",
+         card=H100, date="2026-11-27", protocol=DEVICE,
+         command="`bash bench/gpu_quickstart.sh`", source="docs/history/2026-11-27-gpu-session-issues-22-23-25-26.md",
+         quote="3 of 4 shapes beat cuBLASLt (1.11×–1.21×), two of them exact copies of the hgemm_small variants the prompts showed; 64³ 1.21× where that family's best reached 1.42×"),
+    dict(area="rl", metric="GPU quickstart, HGEMM step wall time (4 prompts × 8 samples)",
+         value="127 s, then 65–70 s (compile 50–60 s of each), 13 s once samples repeat cached sources: 5 steps in 5 min 41 s (target 8 in 4 min: missed)",
+         card=H100, date="2026-11-27", protocol="wall time (16 cores)",
+         command="`bash bench/gpu_quickstart.sh`", source="docs/history/2026-11-27-gpu-session-issues-22-23-25-26.md",
+         quote="127 s, then 65–70 s (compile 50–60 s of each), 13 s once samples repeat cached sources: 5 steps in 5 min 41 s (target 8 in 4 min: missed)"),
     dict(area="rl", metric="CPU quickstart (`configs/quickstart-cpu.yaml`): the policy's own samples correct, mean of steps 1-4 → 5-8",
          value="7 % → 11 %: not learning", card="2 pinned cores (Intel Xeon, device host)",
          date="2026-11-26", protocol="host time",
@@ -214,11 +214,11 @@ ROWS = [
          value="max abs Δlogit 0; 2.06× HF `generate`", card=H100, date="2026-11-24", protocol="wall time",
          command="`bash bench/gpu_hf_policy.sh`", source="docs/history/2026-11-24-hf-policy-gpu.md",
          quote="| Qwen2 1.5B-shaped, full fine-tune | 0 / 0 | 100 % | 0 | 9,371 | 4,553 | **2.06×** |"),
-    dict(area="import", metric="Llama-3.1-8B-shaped HF import: bf16 logits against transformers",
-         value="max abs Δlogit 0.328 on the GPU (the reference's GPU RoPE frequencies; the fix's GPU re-run pending)",
-         card=H100, date="2026-11-24/26", protocol="-", command="`bash bench/gpu_hf_policy.sh`",
-         source="docs/history/2026-11-26-llama3-parity-gap.md",
-         quote="Why the Llama-3.1-8B-shaped import above differed from transformers (max |Δlogit| 0.328)"),
+    dict(area="import", metric="Llama-3.1-8B-shaped HF import: bf16 logits against transformers (reference loaded back from the checkpoint); generation",
+         value="max abs Δlogit 0, argmax 100 %, KL 0 (was 0.328 before the RoPE fix); 2.49× HF `generate`",
+         card=H100, date="2026-11-27", protocol="wall time", command="`HF_POLICY_SHAPES=llama3-8b bash bench/gpu_hf_policy.sh`",
+         source="docs/history/2026-11-27-gpu-session-issues-22-23-25-26.md",
+         quote="max abs Δlogit 0, argmax 100 %, KL 0 (was 0.328 before the RoPE fix); 2.49× HF `generate`"),
     dict(area="build", metric="`bash scripts/test.sh` on a clean clone (`.ci/run`), 2 cores, no ccache",
          value="1,848 s: 228/228 passed (setup + build 1,407 s, tests 441 s)", card="2-core CPU host (AMD EPYC)",
          date="2026-11-26", protocol="wall time", command="`CI=true bash .ci/run`",
