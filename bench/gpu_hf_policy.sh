@@ -56,9 +56,10 @@ for s in $shapes; do
 done
 
 stamp "tables"
-python3 - "$OUT" > "$OUT/hf_policy.md" <<'EOF'
+python3 - "$OUT" "$shapes" > "$OUT/hf_policy.md" <<'EOF'
 import json, os, sys
 out = sys.argv[1]
+ran = sys.argv[2].split()  # HF_POLICY_SHAPES: a shape left out is "not run", not "failed"
 def load(p):
     p = os.path.join(out, p)
     return json.load(open(p)) if os.path.exists(p) else None
@@ -66,7 +67,8 @@ gpu = open(os.path.join(out, "gpu.txt")).read().strip() if os.path.exists(os.pat
 print(f"GPU: {gpu}\n")
 print("| model | load s | max abs Δlogit | mean abs Δlogit | max abs logit | argmax agree | mean KL(HF‖ours) |")
 print("| --- | --- | --- | --- | --- | --- | --- |")
-for s in ("qwen2-1.5b", "llama3-8b"):
+shapes = [s for s in ("qwen2-1.5b", "llama3-8b") if s in ran]
+for s in shapes:
     k = load(f"{s}_kernelrl.json")
     if not k or "parity" not in k:
         print(f"| {s} | failed | | | | | |"); continue
@@ -77,7 +79,7 @@ print("\nGeneration, batch 64, prompt 512, 512 new tokens, sampling at temperatu
       "(tokens/s = generated tokens / wall s, prefill included):\n")
 print("| model | KernelRL (CUDA-graph decode) tok/s | HF generate (static cache, warmed) tok/s | ratio | KernelRL peak GiB |")
 print("| --- | --- | --- | --- | --- |")
-for s in ("qwen2-1.5b", "llama3-8b"):
+for s in shapes:
     k, h = load(f"{s}_kernelrl.json"), load(f"{s}_hf.json")
     if not k or "generate" not in k or not h or "generate" not in h:
         print(f"| {s} | failed | | | |"); continue
@@ -87,7 +89,7 @@ print("\nOne GRPO step (32 rows = 4 groups of 8, 4096 prompt + 512 new tokens, m
       "activation checkpointing, chunked log-softmax, random rewards):\n")
 print("| model | training | trainable params | sample s | π_old + ref logprobs s | update s | step s | peak allocated GiB | peak reserved GiB |")
 print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
-for s in ("qwen2-1.5b", "llama3-8b"):
+for s in shapes:
     k = load(f"{s}_kernelrl.json")
     if not k or "grpo" not in k:
         print(f"| {s} | failed | | | | | | | |"); continue
