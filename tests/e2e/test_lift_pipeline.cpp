@@ -7,7 +7,7 @@
 // rose on fixed seeds; the held-out shapes were never RL tasks; the measure's rows agree with
 // the summary. The recipe is configs/quickstart-cpu.yaml's (demonstrations off, lr 1e-4 after 2
 // warmup steps, a fixed probe judging learning) with 6 RL steps instead of 12 and a probe of 2
-// samples per training shape: 383 s alone on 2 quiet cores (issue 26; the runs that chose
+// samples per training shape: 356-383 s alone on 2 quiet cores (issue 26; the runs that chose
 // it: docs/history/2026-11-27-cpu-quickstart-two-seeds-issue25.md).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
