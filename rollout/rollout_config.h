@@ -52,6 +52,10 @@ struct RolloutConfig {
                                    // the shape, e.g. "NVIDIA H100 80GB HBM3" (the wording of
                                    // `kernelrl lift annotate --device`'s examples, and of the
                                    // pretraining family triplets shown as RL prompts); "" = none
+  int64_t probe_samples = 0;       // RL stages: completions per training task in the fixed probe
+                                   // taken before the first update and after the last (the same
+                                   // prompts and sampling seed both times; trainer/rl_summary.h
+                                   // judges learning on it); 0 = off
   SamplingConfig sampling;
 
   void visit(cfg::Visitor& v) {
@@ -84,6 +88,10 @@ struct RolloutConfig {
     v.field("prompt_device", prompt_device,
             "device named in HGEMM prompts, asking for rank 1 at the shape (the speed-annotated "
             "examples' wording); \"\" = none");
+    v.field("probe_samples", probe_samples,
+            "completions per training task in the before/after-RL probe (same prompts and seeds); "
+            "0 = off",
+            cfg::at_least(0));
     v.section("sampling", sampling, "sampling parameters");
   }
 };

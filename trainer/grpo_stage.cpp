@@ -155,6 +155,9 @@ class RlStage final : public StageStep {
   StepLog train_step(int64_t step, GradSync* sync) override {
     step_ = step;
     sync_ = sync;
+    // The fixed probe before the first update (a resumed stage has it in step 1's row); its
+    // time is its own, not the step's.
+    const nlohmann::json probe_before = step == 0 && ro_.probe_samples > 0 ? probe() : nlohmann::json();
     const auto step_start = Clock::now();
     const uint64_t seed = step_seed(step);
     const bool sampled_ahead = pending_.has_value();
@@ -177,7 +180,13 @@ class RlStage final : public StageStep {
     batch.times.wall = since(step_start);
     batch.times.tokens += batch.generated - inherited;
     r.best_speedup = scorer_->best_speedup_overall();
-    return rl_step_log(batch, r, ro_);
+    StepLog log = rl_step_log(batch, r, ro_);
+    for (const auto& [k, v] : probe_before.items()) log.metrics["probe_before_" + k] = v;
+    if (step + 1 == stage_.steps && ro_.probe_samples > 0) {  // ... and after the last
+      const nlohmann::json after = probe();  // (items() of a temporary would dangle)
+      for (const auto& [k, v] : after.items()) log.metrics["probe_after_" + k] = v;
+    }
+    return log;
   }
 
  private:
@@ -258,6 +267,44 @@ class RlStage final : public StageStep {
         ++replaced;
       }
     }
+  }
+
+  // The fixed probe (rollout.probe_samples): every training task's prompt, showing the first
+  // n_exemplars of its seed exemplars (its pool as of step 0, which later steps do not change),
+  // probe_samples completions each at one sampling seed, scored without joining the pool or the
+  // best speedups. Taken before the first update and after the last on the same prompts and
+  // seeds, so that the difference is the policy's and not the prompt draw's: with 2 prompts a
+  // step the CPU quickstart's per-step correct rate swung 12-88 % with the draw (issue 25).
+  nlohmann::json probe() {
+    const auto start = Clock::now();
+    std::vector<const TaskSpec*> all;
+    for (const TaskSpec& task : tasks_) all.push_back(&task);
+    if (dist::is_main()) seed_pools(*exemplars_, *evaluator_, all, ro_.seed_exemplars, seed_grid_.get());
+    if (dist::group()) dist::group()->barrier();  // the pool's one writer is rank 0
+    StepBatch b;
+    for (const TaskSpec& task : tasks_) {
+      PromptParts parts = prompt_parts();
+      if (task_op(task).prompt_names_device) parts.device = ro_.prompt_device;
+      parts.exemplars = fit_->filter(task, parts, exemplars_->pool(task.name, /*step=*/0));
+      if (static_cast<int64_t>(parts.exemplars.size()) > ro_.n_exemplars) parts.exemplars.resize(ro_.n_exemplars);
+      b.groups.push_back(make_prompt_group(task, parts, tok_, policy_.shape.max_seq_len,
+                                           ro_.sampling.max_new_tokens));
+    }
+    policy_.model->eval();
+    const uint64_t seed = mix(static_cast<uint64_t>(job_.run.seed), mix(std::hash<std::string>{}(stage_.name), 0x9b0be));
+    b.rollouts = sample_groups_sharded(sampler_, tok_, b.groups, ro_.probe_samples, ro_.sampling,
+                                       ro_.response_format, seed, &b.generated);
+    scorer_->score(b, step_ + 1, /*record=*/false);
+    int64_t compiled = 0, correct = 0;
+    double reward = 0;
+    for (const Scored& s : b.scored) compiled += s.compiled, correct += s.passed, reward += s.reward;
+    const double n = static_cast<double>(std::max<size_t>(b.scored.size(), 1));
+    nlohmann::json out = {{"rows", b.scored.size()}, {"compiled_rate", compiled / n},
+                          {"correct_rate", correct / n}, {"reward_mean", reward / n},
+                          {"seconds", since(start)}};
+    KRL_LOG(info) << "probe (" << b.scored.size() << " rows, " << tasks_.size() << " tasks x "
+                  << ro_.probe_samples << "): " << correct << " correct, " << compiled << " compiled";
+    return out;
   }
 
   // 1 + 2 for `count` prompts of round `round` at this step, timed.

@@ -54,7 +54,7 @@ double RlScorer::compile(const Plan& plan) {
   return since(t0);
 }
 
-void RlScorer::finish(StepBatch& batch, Plan plan, int64_t exemplar_step) {
+void RlScorer::finish(StepBatch& batch, Plan plan, int64_t exemplar_step, bool record) {
   const auto t0 = Clock::now();
   auto results = evaluator_.evaluate_batch(plan.fresh);
   batch.times.time += since(t0);
@@ -78,7 +78,7 @@ void RlScorer::finish(StepBatch& batch, Plan plan, int64_t exemplar_step) {
     s.compiled = r.status != EvalStatus::screen_rejected && r.status != EvalStatus::compile_error &&
                  r.status != EvalStatus::compile_timeout;
     s.speedup = r.speedup;
-    if (!s.passed) continue;
+    if (!s.passed || !record) continue;
     const std::string& task = batch.groups[batch.rollouts[i].group].task.name;
     if (dist::is_main())
       exemplars_.add(task, {r.hash, batch.rollouts[i].parsed.code, r.reward}, exemplar_step);
@@ -87,10 +87,10 @@ void RlScorer::finish(StepBatch& batch, Plan plan, int64_t exemplar_step) {
   batch.scored = std::move(out);
 }
 
-void RlScorer::score(StepBatch& batch, int64_t exemplar_step) {
+void RlScorer::score(StepBatch& batch, int64_t exemplar_step, bool record) {
   Plan p = plan(batch);
   batch.times.compile += compile(p);
-  finish(batch, std::move(p), exemplar_step);
+  finish(batch, std::move(p), exemplar_step, record);
 }
 
 double RlScorer::best_speedup_overall() const {

@@ -35,10 +35,11 @@ class RlScorer {
   // Compiles the plan's sources in parallel; returns the seconds it took.
   double compile(const Plan& plan);
   // Times the compiled sources (batch.times.time), gathers every rank's results and sets
-  // batch.scored; passing candidates join the pool tagged `exemplar_step`.
-  void finish(StepBatch& batch, Plan plan, int64_t exemplar_step);
+  // batch.scored; passing candidates join the pool tagged `exemplar_step` and the best
+  // speedups, unless `record` is false (the fixed probe: it measures, it does not feed the step).
+  void finish(StepBatch& batch, Plan plan, int64_t exemplar_step, bool record = true);
   // plan, compile (batch.times.compile) and finish.
-  void score(StepBatch& batch, int64_t exemplar_step);
+  void score(StepBatch& batch, int64_t exemplar_step, bool record = true);
 
   // Best passing speedup per task so far (checkpointed by the stage).
   std::map<std::string, double>& best_speedup() { return best_speedup_; }

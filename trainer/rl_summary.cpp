@@ -21,12 +21,25 @@ RlLearning rl_learning(const std::filesystem::path& metrics, const std::string& 
   if (l.steps == 0) return l;
   const int64_t half = l.steps / 2;
   int64_t i = 0;
+  bool after = false;
   for (const auto& [step, r] : by_step) {
     const double correct = r.value("sampled_correct_rate", r.value("correct_rate", 0.0));
     const double reward = r.value("sampled_reward_mean", r.value("reward_mean", 0.0));
     const int64_t u = r.value("updates", int64_t{0});
     l.updates += u;
     l.steps_with_updates += u > 0;
+    if (r.contains("probe_before_rows") && l.probe_rows == 0) {  // step 1's row
+      l.probe_rows = r.value("probe_before_rows", int64_t{0});
+      l.probe_compiled_before = r.value("probe_before_compiled_rate", 0.0);
+      l.probe_correct_before = r.value("probe_before_correct_rate", 0.0);
+      l.probe_reward_before = r.value("probe_before_reward_mean", 0.0);
+    }
+    if (r.contains("probe_after_rows")) {  // the last step's row
+      after = true;
+      l.probe_compiled_after = r.value("probe_after_compiled_rate", 0.0);
+      l.probe_correct_after = r.value("probe_after_correct_rate", 0.0);
+      l.probe_reward_after = r.value("probe_after_reward_mean", 0.0);
+    }
     if (i == 0) l.correct_first = correct, l.reward_first = reward;
     l.correct_last = correct, l.reward_last = reward;
     // Odd step counts: the middle step counts in neither half.
@@ -39,6 +52,7 @@ RlLearning rl_learning(const std::filesystem::path& metrics, const std::string& 
     }
     ++i;
   }
+  if (!after) l.probe_rows = 0;  // a stage stopped before its last step: no verdict from half a probe
   return l;
 }
 
@@ -57,6 +71,24 @@ std::string format_rl_learning(const RlLearning& l) {
                 static_cast<long long>(l.steps - half + 1), static_cast<long long>(l.steps),
                 l.reward_first, l.reward_last, l.reward_early, l.reward_late);
   std::string s = buf;
+  if (l.probe_rows > 0) {
+    std::snprintf(buf, sizeof buf,
+                  "%s: fixed probe (%lld samples: every training task, the same prompts and seeds "
+                  "before and after): correct %.0f%% -> %.0f%%, compiled %.0f%% -> %.0f%%, reward "
+                  "%.3f -> %.3f.\n",
+                  l.stage.c_str(), static_cast<long long>(l.probe_rows), 100 * l.probe_correct_before,
+                  100 * l.probe_correct_after, 100 * l.probe_compiled_before, 100 * l.probe_compiled_after,
+                  l.probe_reward_before, l.probe_reward_after);
+    s += buf;
+    if (l.improved())
+      s += l.stage + ": the policy learned: its correct rate on the fixed probe rose by 10 points or more.\n";
+    else
+      s += l.stage + ": no improvement over the stage (" +
+           (l.updates == 0 ? std::string("no update was taken: every group's rewards were equal")
+                           : std::string("the fixed probe's correct rate did not rise by 10 points")) +
+           ").\n";
+    return s;
+  }
   if (l.steps < 2)
     s += l.stage + ": one step: too few to say whether the policy learned.\n";
   else if (l.improved())

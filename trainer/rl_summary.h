@@ -1,6 +1,8 @@
 // Did an RL stage learn? From a run's metrics.jsonl: the policy's own samples' correct rate and
 // reward (demonstrations excluded: sampled_correct_rate, sampled_reward_mean) at the first and
 // last step and as means over the first and second half of the steps, and the updates taken.
+// With rollout.probe_samples, also the fixed probe's rates before the first update and after
+// the last (the same prompts and sampling seed both times), and the verdict is the probe's.
 // The pipeline prints it after every RL stage (the CPU quickstart's last lines). Reads only.
 #pragma once
 
@@ -20,7 +22,17 @@ struct RlLearning {
   // quickstart's 14 own samples a step went 7 % -> 11 % while its compiled rate fell from 100 %
   // to 7 % (device host, 2026-11-26), which is not learning.
   static constexpr double kMinRise = 0.10;
+  // The fixed probe (probe_rows > 0): every training task's prompt with the same exemplar and
+  // the same sampling seed before the first update and after the last, so that the prompt draw,
+  // which swung the per-step rate 12-88 % on the CPU quickstart, cancels. Its verdict: the
+  // correct rate up by kMinRise, with updates. The reward is printed, not judged: on a loaded
+  // host a correct kernel's reward moves with the LibTorch reference's time (0.1-1.0 at clip 1).
+  int64_t probe_rows = 0;
+  double probe_compiled_before = 0, probe_compiled_after = 0;
+  double probe_correct_before = 0, probe_correct_after = 0;
+  double probe_reward_before = 0, probe_reward_after = 0;
   bool improved() const {
+    if (probe_rows > 0) return updates > 0 && probe_correct_after >= probe_correct_before + kMinRise - 1e-9;
     return updates > 0 && correct_late >= correct_early + kMinRise && reward_late > reward_early;
   }
 };
@@ -28,7 +40,7 @@ struct RlLearning {
 // The stage's records in `metrics` (a metrics.jsonl); steps = 0 when it has none.
 RlLearning rl_learning(const std::filesystem::path& metrics, const std::string& stage);
 
-// Two lines: the numbers, then whether the policy improved.
+// Two lines (three with a probe): the numbers, then whether the policy improved.
 std::string format_rl_learning(const RlLearning& l);
 
 }  // namespace kernelrl

@@ -203,6 +203,56 @@ TEST(RlLearning, HalvesOfTheStageFromTheMetrics) {
   EXPECT_NE(format_rl_learning(small).find("no improvement"), std::string::npos);
 }
 
+TEST(RlLearning, TheFixedProbeJudgesWhenTheStageHasOne) {
+  testing::ScratchDir dir;
+  // The per-step rates fall (the prompt draw), the probe's rise from 14 to 20 of 32.
+  const double correct[] = {0.8, 0.7, 0.3, 0.2};
+  auto write = [&](const fs::path& path, double after, bool last) {
+    MetricsWriter w(path, -1);
+    for (int i = 0; i < 4; ++i) {
+      nlohmann::json r = {{"stage", "hgemm_rl"}, {"reward_mean", 0.0}, {"sampled_correct_rate", correct[i]},
+                          {"sampled_reward_mean", correct[i] - 1}, {"updates", 1}};
+      if (i == 0)
+        r.update({{"probe_before_rows", 32}, {"probe_before_correct_rate", 14 / 32.0},
+                  {"probe_before_compiled_rate", 1.0}, {"probe_before_reward_mean", -0.3}});
+      if (i == 3 && last)
+        r.update({{"probe_after_rows", 32}, {"probe_after_correct_rate", after},
+                  {"probe_after_compiled_rate", 31 / 32.0}, {"probe_after_reward_mean", 0.1}});
+      w.write(i + 1, r);
+    }
+  };
+  write(dir / "rise.jsonl", 20 / 32.0, true);
+  const RlLearning l = rl_learning(dir / "rise.jsonl", "hgemm_rl");
+  EXPECT_EQ(l.probe_rows, 32);
+  EXPECT_DOUBLE_EQ(l.probe_correct_before, 0.4375);
+  EXPECT_DOUBLE_EQ(l.probe_correct_after, 0.625);
+  EXPECT_DOUBLE_EQ(l.probe_compiled_after, 31 / 32.0);
+  EXPECT_DOUBLE_EQ(l.probe_reward_before, -0.3);
+  EXPECT_DOUBLE_EQ(l.probe_reward_after, 0.1);
+  EXPECT_LT(l.correct_late, l.correct_early);  // the halves alone would say no
+  EXPECT_TRUE(l.improved());
+  const std::string text = format_rl_learning(l);
+  EXPECT_NE(text.find("fixed probe (32 samples"), std::string::npos) << text;
+  EXPECT_NE(text.find("correct 44% -> 62%"), std::string::npos) << text;
+  EXPECT_NE(text.find("the policy learned"), std::string::npos) << text;
+  // 14 -> 17 of 32 (9.4 points) is short of 10; 14 -> 17.2 would pass, exactly 10 points.
+  write(dir / "small.jsonl", 17 / 32.0, true);
+  const RlLearning small = rl_learning(dir / "small.jsonl", "hgemm_rl");
+  EXPECT_FALSE(small.improved());
+  EXPECT_NE(format_rl_learning(small).find("the fixed probe's correct rate did not rise"), std::string::npos);
+  RlLearning edge = small;
+  edge.probe_correct_after = edge.probe_correct_before + RlLearning::kMinRise;
+  EXPECT_TRUE(edge.improved());
+  edge.updates = 0;
+  EXPECT_FALSE(edge.improved());
+  // No after-probe (the stage stopped early): no probe verdict, the halves judge.
+  write(dir / "cut.jsonl", 1.0, false);
+  const RlLearning cut = rl_learning(dir / "cut.jsonl", "hgemm_rl");
+  EXPECT_EQ(cut.probe_rows, 0);
+  EXPECT_FALSE(cut.improved());
+  EXPECT_EQ(format_rl_learning(cut).find("fixed probe"), std::string::npos);
+}
+
 TEST(CatalogProvenance, RoundTripsMergesAndComesFromTheExemplarTable) {
   CatalogEntry e;
   e.backend = "host", e.device = "host", e.m = e.n = e.k = 64, e.kernel_id = "k1", e.reference = "torch";
