@@ -237,18 +237,16 @@ ROWS = [
          source="docs/history/2026-11-24-ci-time.md",
          quote="**228/228 passed, 1,848 s wall**\n(setup, configure and build 1,407 s; `ctest -j2` 441 s)"),
     dict(area="build", metric="`bash scripts/test.sh` on a fresh clone, 2 quiet cores, no ccache, venv linked (no pip install), unity builds",
-         value="18 min 30 s: 281 of 281 passed (build 293 s, tests 816.7 s: `LiftPipeline` beside the rest); 92 % of both cores busy throughout",
+         value="14 min 19 s: 281/281 passed (build 301 s, tests 558.4 s); 18 min 30 s before the lift test's threads waited passively",
          card="2-core CPU host (Intel Xeon)", date="2026-11-27", protocol="wall time",
          command="`CCACHE_DISABLE=1 bash scripts/test.sh`",
          source="docs/history/2026-11-27-fresh-clone-issue26.md",
-         quote="| all in, wall | **18 min 30 s** (1,110 s; user 1,872 s + sys 166 s = 2,038 CPU-s) |\n"
-               "| setup + configure + build | 293 s (4 min 53 s) |\n"
-               "| tests, `ctest -j2` | 816.7 s, bounded by `LiftPipeline` (816.7 s beside the rest; 356–383 s alone) |\n"
-               "| result | **281 of 281 passed** (the 24 `gpu` tests skipped cleanly: no GPU) |\n\n"
-               "**Target ≤ 15 min: missed by 3.5 minutes**, slower than the 17 min 29 s before it. The new\n"
-               "lift test is half as long alone, but it trains with 2 threads, so beside the other tests it\n"
-               "shares both cores and finishes last anyway. The run is CPU-bound: 2,038 CPU-s in 1,110 s is\n"
-               "92 % of both cores for the whole run."),
+         quote="| all in, wall | 18 min 30 s (1,110 s) | **14 min 19 s (859 s)** |\n"
+               "| CPU, user + sys | 2,038 s | 1,650 s (1,482 + 168) |\n"
+               "| setup + configure + build | 293 s | 301 s |\n"
+               "| tests, `ctest -j2` | 816.7 s | 558.4 s |\n"
+               "| `LiftPipeline` beside the rest | 816.7 s | 539.3 s |\n"
+               "| result | 281/281 passed | **281/281 passed** (the 24 `gpu` tests skipped: no GPU) |"),
 ]
 
 AREAS = {"timing": "[Timing and trust](#timing-and-trust)",
