@@ -217,16 +217,24 @@ class RlStage final : public StageStep {
       std::shuffle(perm.begin(), perm.end(), prng);
       picked.push_back(round == 0 ? &tasks_[perm[g % n]] : &tasks_[extra() % n]);
     }
-    if (dist::is_main()) seed_pools(*exemplars_, *evaluator_, picked, ro_.seed_exemplars, seed_grid_.get());
-    if (dist::group()) dist::group()->barrier();  // the pool's one writer is rank 0
+    return prompt_groups(picked, step, [&](size_t j, const std::vector<Exemplar>& fitting) {
+      std::mt19937_64 erng(mix(seed, round * 100003 + static_cast<int64_t>(j)));
+      return sample_exemplars(fitting, ro_.n_exemplars, ro_.n_buckets, ro_.exemplar_temperature, erng);
+    });
+  }
+  // Seeds the tasks' exemplar pools (rank 0 is the pools' one writer; every rank waits), then one
+  // prompt group per task, its exemplars chosen by `choose(j, fitting)` from the entries of its
+  // pool (as of `step`) that fit its prompt.
+  template <class Choose>
+  std::vector<PromptGroup> prompt_groups(const std::vector<const TaskSpec*>& tasks, int64_t step, Choose choose) {
+    if (dist::is_main()) seed_pools(*exemplars_, *evaluator_, tasks, ro_.seed_exemplars, seed_grid_.get());
+    if (dist::group()) dist::group()->barrier();
     std::vector<PromptGroup> groups;
-    for (int64_t j = 0; j < count; ++j) {
-      const TaskSpec& task = *picked[j];
-      std::mt19937_64 erng(mix(seed, round * 100003 + j));
+    for (size_t j = 0; j < tasks.size(); ++j) {
+      const TaskSpec& task = *tasks[j];
       PromptParts parts = prompt_parts();
       if (task_op(task).prompt_names_device) parts.device = ro_.prompt_device;
-      parts.exemplars = sample_exemplars(fit_->filter(task, parts, exemplars_->pool(task.name, step)),
-                                         ro_.n_exemplars, ro_.n_buckets, ro_.exemplar_temperature, erng);
+      parts.exemplars = choose(j, fit_->filter(task, parts, exemplars_->pool(task.name, step)));
       groups.push_back(make_prompt_group(task, parts, tok_, policy_.shape.max_seq_len,
                                          ro_.sampling.max_new_tokens));
     }
@@ -279,31 +287,22 @@ class RlStage final : public StageStep {
     const auto start = Clock::now();
     std::vector<const TaskSpec*> all;
     for (const TaskSpec& task : tasks_) all.push_back(&task);
-    if (dist::is_main()) seed_pools(*exemplars_, *evaluator_, all, ro_.seed_exemplars, seed_grid_.get());
-    if (dist::group()) dist::group()->barrier();  // the pool's one writer is rank 0
     StepBatch b;
-    for (const TaskSpec& task : tasks_) {
-      PromptParts parts = prompt_parts();
-      if (task_op(task).prompt_names_device) parts.device = ro_.prompt_device;
-      parts.exemplars = fit_->filter(task, parts, exemplars_->pool(task.name, /*step=*/0));
-      if (static_cast<int64_t>(parts.exemplars.size()) > ro_.n_exemplars) parts.exemplars.resize(ro_.n_exemplars);
-      b.groups.push_back(make_prompt_group(task, parts, tok_, policy_.shape.max_seq_len,
-                                           ro_.sampling.max_new_tokens));
-    }
+    b.groups = prompt_groups(all, /*step=*/0, [&](size_t, std::vector<Exemplar> fitting) {
+      if (static_cast<int64_t>(fitting.size()) > ro_.n_exemplars) fitting.resize(ro_.n_exemplars);
+      return fitting;
+    });
     policy_.model->eval();
     const uint64_t seed = mix(static_cast<uint64_t>(job_.run.seed), mix(std::hash<std::string>{}(stage_.name), 0x9b0be));
     b.rollouts = sample_groups_sharded(sampler_, tok_, b.groups, ro_.probe_samples, ro_.sampling,
                                        ro_.response_format, seed, &b.generated);
     scorer_->score(b, step_ + 1, /*record=*/false);
-    int64_t compiled = 0, correct = 0;
-    double reward = 0;
-    for (const Scored& s : b.scored) compiled += s.compiled, correct += s.passed, reward += s.reward;
-    const double n = static_cast<double>(std::max<size_t>(b.scored.size(), 1));
-    nlohmann::json out = {{"rows", b.scored.size()}, {"compiled_rate", compiled / n},
-                          {"correct_rate", correct / n}, {"reward_mean", reward / n},
-                          {"seconds", since(start)}};
+    nlohmann::json out = outcome_metrics(b.scored);
+    out["rows"] = b.scored.size();
+    out["seconds"] = since(start);
     KRL_LOG(info) << "probe (" << b.scored.size() << " rows, " << tasks_.size() << " tasks x "
-                  << ro_.probe_samples << "): " << correct << " correct, " << compiled << " compiled";
+                  << ro_.probe_samples << "): correct " << out["correct_rate"].get<double>() << ", compiled "
+                  << out["compiled_rate"].get<double>();
     return out;
   }
 

@@ -7,32 +7,39 @@
 #include <torch/types.h>
 
 namespace kernelrl {
-namespace {
 
-// Reward statistics and the outcome rates over every row (demonstrations included).
-nlohmann::json reward_metrics(const std::vector<Scored>& scored,
-                              const std::vector<double>& smoothed) {
+nlohmann::json outcome_metrics(const std::vector<Scored>& scored) {
   auto rate = [&](auto pred) {
     double n = 0;
     for (const auto& s : scored) n += pred(s);
     return n / static_cast<double>(scored.size());
   };
-  double mean = 0, mean_s = 0, max = -INFINITY;
-  for (size_t i = 0; i < scored.size(); ++i) {
-    mean += scored[i].reward / scored.size();
-    mean_s += smoothed[i] / scored.size();
-    max = std::max(max, scored[i].reward);
-  }
-  double var = 0;
-  for (const auto& s : scored) var += (s.reward - mean) * (s.reward - mean);
+  double mean = 0;
+  for (const auto& s : scored) mean += s.reward / scored.size();
   return {{"reward_mean", mean},
-          {"reward_std", scored.size() > 1 ? std::sqrt(var / (scored.size() - 1)) : 0.0},
-          {"reward_max", max},
-          {"reward_smoothed_mean", mean_s},
           {"format_ok_rate", rate([](const Scored& s) { return s.parsed; })},
           {"compiled_rate", rate([](const Scored& s) { return s.compiled; })},
           {"correct_rate", rate([](const Scored& s) { return s.passed; })},
           {"faster_rate", rate([](const Scored& s) { return s.passed && s.speedup > 1.0; })}};
+}
+
+namespace {
+
+// Reward statistics and the outcome rates over every row (demonstrations included).
+nlohmann::json reward_metrics(const std::vector<Scored>& scored,
+                              const std::vector<double>& smoothed) {
+  nlohmann::json out = outcome_metrics(scored);
+  const double mean = out["reward_mean"].get<double>();
+  double mean_s = 0, max = -INFINITY, var = 0;
+  for (size_t i = 0; i < scored.size(); ++i) {
+    mean_s += smoothed[i] / scored.size();
+    max = std::max(max, scored[i].reward);
+    var += (scored[i].reward - mean) * (scored[i].reward - mean);
+  }
+  out["reward_std"] = scored.size() > 1 ? std::sqrt(var / (scored.size() - 1)) : 0.0;
+  out["reward_max"] = max;
+  out["reward_smoothed_mean"] = mean_s;
+  return out;
 }
 
 // The policy's own rows (not demonstrations), the demonstrations and the completion length.

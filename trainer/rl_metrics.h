@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "rollout/rollout_config.h"
 #include "trainer/grpo.h"
 #include "trainer/grpo_step.h"
@@ -24,6 +26,10 @@ struct RlStepResult {
   int64_t resample_rounds = 0;  // DAPO dynamic sampling's extra rounds
   double best_speedup = 0;      // the best passing speedup over every task so far
 };
+
+// Over rows (demonstrations included): reward_mean and the format_ok, compiled, correct and
+// faster rates. A step's row carries them, and so does the fixed probe (rollout.probe_samples).
+nlohmann::json outcome_metrics(const std::vector<Scored>& scored);
 
 // The step's metrics row (every field metrics.jsonl has carried) and its status text.
 StepLog rl_step_log(const StepBatch& step, const RlStepResult& result,

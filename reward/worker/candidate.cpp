@@ -24,13 +24,13 @@ bool within(const Range& outer, const Range& in) { return in.first >= outer.firs
 
 std::string key_of(const kernelrl_args& a) { return args_json(a).dump(); }
 
-std::string hex_addr(uint64_t a) {
+}  // namespace
+
+std::string hex_address(uint64_t a) {
   std::ostringstream s;
   s << "0x" << std::hex << a;
   return s.str();
 }
-
-}  // namespace
 
 #ifdef KERNELRL_HAVE_CUDA
 struct Candidate::Module {
@@ -126,7 +126,7 @@ std::vector<PeerWord> Candidate::check_image(const GraphImage& g, const CallBuff
       if (inside(p, w.first))
         fail("cross_call_work", "the call's captured work writes into another call's buffer", "reward_hack");
     fail("out_of_bounds_write", "the call's captured work writes outside its outputs and workspace (memset/memcpy at " +
-                                    hex_addr(w.first) + ")");
+                                    hex_address(w.first) + ")");
   }
   return found;
 }

@@ -45,6 +45,9 @@ struct PeerWord {
   size_t peer = 0;      // index into set_peers' list
 };
 
+// An address as verdicts name it ("0x7f1e00000000").
+std::string hex_address(uint64_t a);
+
 class Candidate {
  public:
   // `so`: the compiled candidate. Starts the runner and loads it there (its static initializers

@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -54,10 +53,11 @@ constexpr double kBoundaryTolerance = 0.25, kBoundarySlackUs = 0.5;
 // overheads, never by more than this (work that escaped the stream shows up here).
 constexpr double kWallFactor = 2.0, kWallSlackUs = 100.0;
 
-std::string hex_word(uint64_t w) {
-  char b[24];
-  std::snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(w));
-  return b;
+// In place, each floating tensor's values negated (values no earlier call saw): the call-boundary
+// and peer-word checks' way of changing inputs that are not the call's own.
+void negate_floating(std::vector<at::Tensor>& xs) {
+  for (auto& x : xs)
+    if (at::isFloatingType(x.scalar_type())) x.neg_();
 }
 
 // A tensor inside a larger byte slab: a random front gap and a guard band after it, both filled
@@ -365,8 +365,7 @@ struct Harness::Impl {
       try {
         g = be.capture([&] {
           for (size_t i = 0; i < n; ++i) {
-            for (auto& x : sets[i].inputs)
-              if (at::isFloatingType(x.scalar_type())) x.neg_();
+            negate_floating(sets[i].inputs);
             cand.call(args[i], bufs[i]);
             for (size_t j = 0; j < snaps[i].size(); ++j) snaps[i][j].copy_(sets[i].outputs[j]);
           }
@@ -379,8 +378,7 @@ struct Harness::Impl {
       if (timed_pass)
         without = be.capture([&] {
           for (size_t i = 0; i < n; ++i) {
-            for (auto& x : sets[i].inputs)
-              if (at::isFloatingType(x.scalar_type())) x.neg_();
+            negate_floating(sets[i].inputs);
             for (size_t j = 0; j < snaps[i].size(); ++j) snaps[i][j].copy_(sets[i].outputs[j]);
           }
         });
@@ -602,17 +600,15 @@ struct Harness::Impl {
     for (const auto& w : words)
       if (listed.size() < 16)
         listed.push_back({{"set", s}, {"kernel", w.kernel}, {"node", w.node}, {"offset", w.offset},
-                          {"word", hex_word(w.word)}, {"peer", peer_names.at(w.peer)},
+                          {"word", hex_address(w.word)}, {"peer", peer_names.at(w.peer)},
                           {"into_peer", w.word - peers.at(w.peer).first}});
     const PeerWord& first = words.front();
-    const std::string named = "its captured work holds " + hex_word(first.word) + " (" + first.kernel +
+    const std::string named = "its captured work holds " + hex_address(first.word) + " (" + first.kernel +
                               (first.offset >= 0 ? ", parameter byte " + std::to_string(first.offset) : "") +
                               "), inside " + peer_names.at(first.peer);
     auto negate_others = [&] {
       for (size_t t = 0; t < c.sets.size(); ++t)
-        if (t != s)
-          for (auto& x : c.sets[t].inputs)
-            if (at::isFloatingType(x.scalar_type())) x.neg_();
+        if (t != s) negate_floating(c.sets[t].inputs);
     };
     for (auto& set : c.sets)
       for (auto& x : set.outputs) poison(x);
