@@ -34,6 +34,9 @@ if ((${#missing[@]})); then
 fi
 
 # The PyTorch wheel pinned to the GPU machine's version (2.11, built for CUDA 13.0).
+# --no-compile: pip does not byte-compile every module it installs (torch's wheel alone took
+# 17 CPU-s of a 45 s install on the 2-core host, 2026-11-27); Python compiles the few the
+# tests import when they are first imported.
 torch_version=2.11.0
 if [[ ! -x .venv/bin/python ]]; then
   python3 -m venv .venv
@@ -42,18 +45,18 @@ have_torch=$(.venv/bin/python -c 'import torch; print(torch.__version__.split("+
 if [[ "$have_torch" != "$torch_version" ]]; then
   echo "setup: installing torch==$torch_version into .venv (one-time, several GB)"
   .venv/bin/python -m pip install -q --upgrade pip >/dev/null
-  .venv/bin/python -m pip install -q "torch==$torch_version" numpy
+  .venv/bin/python -m pip install -q --no-compile "torch==$torch_version" numpy
 fi
 # CUTLASS/CuTe C++ headers for candidates (the evaluator's reward.include_dirs: auto), pinned.
 cutlass_version=4.2.0.0
 have_cutlass=$( (.venv/bin/python -m pip show nvidia-cutlass 2>/dev/null || true) | sed -n 's/^Version: //p')
 if [[ "$have_cutlass" != "$cutlass_version" ]]; then
   echo "setup: installing nvidia-cutlass==$cutlass_version (CUTLASS/CuTe headers for candidates)"
-  .venv/bin/python -m pip install -q --no-deps "nvidia-cutlass==$cutlass_version"
+  .venv/bin/python -m pip install -q --no-compile --no-deps "nvidia-cutlass==$cutlass_version"
 fi
 if ((with_test)); then
   .venv/bin/python -c 'import transformers, safetensors, tensorboard, matplotlib' 2>/dev/null ||
-    .venv/bin/python -m pip install -q "transformers>=4.45" safetensors tensorboard matplotlib
+    .venv/bin/python -m pip install -q --no-compile "transformers>=4.45" safetensors tensorboard matplotlib
 fi
 
 torch_prefix=$(.venv/bin/python -c 'import torch; print(torch.utils.cmake_prefix_path)')
