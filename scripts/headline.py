@@ -92,15 +92,15 @@ def catalog_torch():
             f"{sum(x > 1 for x in s)}/{len(s)}; {ok}/{len(rows)} outputs within the bound")
 
 
-def trust_agree():
-    rows = read_csv("trust_h100_2026-11-27.csv")
+def trust_agree(path="trust_h100_2026-11-27.csv"):
+    rows = read_csv(path)
     d = [float(r["diff_to_nearer_pct"]) for r in rows]
     worst = max(d, key=abs)
     return f"within 3 % at {sum(abs(x) < 3 for x in d)}/{len(d)} shapes (largest {worst:+.2f} %)"
 
 
-def trust_repeat():
-    rows = [r for r in read_csv("trust_h100_2026-11-27.csv") if int(r["shape"]) >= 1024]
+def trust_repeat(path="trust_h100_2026-11-27.csv"):
+    rows = [r for r in read_csv(path) if int(r["shape"]) >= 1024]
     miss = [r for r in rows if float(r["repeat_diff_pct"]) >= 1]
     text = f"within 1 % at {len(rows) - len(miss)}/{len(rows)} shapes ≥ 1024³"
     if miss:
@@ -129,6 +129,12 @@ ROWS = [
     dict(area="timing", metric="the same kernel evaluated twice",
          value=trust_repeat, card=H100, date="2026-11-27", protocol=DEVICE,
          command="`bash bench/gpu_integrity.sh B $OUT trust`", source="docs/data/trust_h100_2026-11-27.csv"),
+    dict(area="timing", metric="evaluator's cuBLASLt-autotuned time against a standalone graph timer (no shared code), 64³–16384³",
+         value=lambda: trust_agree("trust_h200_2026-11-27.csv"), card="H200", date="2026-11-27", protocol=DEVICE,
+         command="`bash bench/gpu_integrity.sh B $OUT trust`", source="docs/data/trust_h200_2026-11-27.csv"),
+    dict(area="timing", metric="the same kernel evaluated twice",
+         value=lambda: trust_repeat("trust_h200_2026-11-27.csv"), card="H200", date="2026-11-27", protocol=DEVICE,
+         command="`bash bench/gpu_integrity.sh B $OUT trust`", source="docs/data/trust_h200_2026-11-27.csv"),
     dict(area="timing", metric="evaluator throughput, 240 distinct naive HGEMM candidates, cold compile cache",
          value="621 candidates/minute", card="H200", date="2026-11-22", protocol="wall time (16 cores)",
          command="`bench/bench_evaluator 240 256x256x256`",
