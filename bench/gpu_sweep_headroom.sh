@@ -32,9 +32,11 @@ echo "[$(el) s] built" | tee -a "$log"
 
 # The held-out shapes below 2^27 of configs/lift.yaml's split (hash-fixed).
 grid=$out/heldout_small.txt
+# SHAPES=FILE: these shapes instead (e.g. the ones a cut-off call did not reach).
+if [[ -n "${SHAPES:-}" ]]; then cp "$SHAPES" "$grid"; else
 "$build/kernelrl" lift split configs/lift.yaml 2> /dev/null | grep -E '^[0-9]+x[0-9]+x[0-9]+ ' |
   awk '{split($1, d, "x"); if (log(d[1] * d[2] * d[3]) / log(2) < 27) print $1, $2, $3}' |
-  head -n "${MAX_SHAPES:-100}" > "$grid"
+  head -n "${MAX_SHAPES:-100}" > "$grid"; fi
 echo "[$(el) s] $(wc -l < "$grid") held-out shapes below 2^27" | tee -a "$log"
 # FAMILY and BACKEND_ARGS (e.g. "hgemm_host" and "--backend host") make a CPU dry run.
 common=(--families "${FAMILY:-hgemm_small}" --grid "$grid" --cache-dir /tmp/gsh_cache --order grid
@@ -76,6 +78,12 @@ for task in sorted(allr):
     ratios.append(r)
     lines.append(f"| {task} | {len(a)} | {pb:.3f}× ({max(picks[task].values()):.3f}×) | {ab:.3f}× | {r:.3f} | {next(iter(a.values()))[2]} |")
     csv.append(f"{task},{len(a)},{pb:.4f},{max(picks[task].values()):.4f},{ab:.4f},{r:.4f}")
+# Every timed variant of the per-family 0 run (the store itself may be too large to bring back).
+with open(os.path.join(out, "all_variants.csv"), "w") as f:
+    f.write("task,hash,speedup,t_cand_us,reference,in_sweep_picks\n")
+    for task in sorted(allr):
+        for h, (s, t, ref) in sorted(allr[task].items(), key=lambda kv: -kv[1][0]):
+            f.write(f"{task},{h},{s:.5f},{t:.4f},{ref},{int(h in picks.get(task, {}))}\n")
 open(os.path.join(out, "headroom.md"), "w").write("\n".join(lines) + "\n")
 open(os.path.join(out, "headroom.csv"), "w").write("\n".join(csv) + "\n")
 print("\n".join(lines))
