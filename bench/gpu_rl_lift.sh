@@ -9,8 +9,9 @@
 # Each call stops starting work BUDGET_S - 60 s after it began. Phases, each resumed where the
 # last call stopped (the run directory runs/lift stays on the machine while it is held):
 #   1. build kernelrl and the worker; data: `data synth`, `data build` over the CUDA headers,
-#      `lift annotate` (docs/data/family_grid_h100.csv and the catalog's entries, training
-#      shapes only) -> runs/data/annotated_h100.jsonl
+#      `lift annotate` (docs/data/family_grid_h100.csv, the catalog's entries and every hgemm_small
+#      variant of docs/data/small_variants_h100.csv, training shapes only)
+#      -> runs/data/annotated_h100.jsonl
 #   2. pretraining (`kernelrl train configs/lift.yaml --stages pretrain`; killed at the budget,
 #      resumed from its last checkpoint)
 #   3. `lift measure --phase before`: the prompts of MAX_SHAPES (32) held-out shapes and the
@@ -28,7 +29,7 @@
 # tokenizer and metrics, prompts.jsonl): with PREV_DIR a fresh machine restores them and goes on
 # with phase 5 (phases 1-4 need the optimizer state, which does not travel: a machine lost
 # before phase 4 ends means starting over). Environment: LIFT_CONFIG (configs/lift.yaml),
-# MAX_SHAPES, SAMPLES, SWEEP_CSV, SWEEP_DEVICE, CATALOG_XZ, MEASURE_SET (space-separated
+# MAX_SHAPES, SAMPLES, SWEEP_CSV, SWEEP_DEVICE, CATALOG_XZ, VARIANTS_CSV, MEASURE_SET (space-separated
 # key.path=value overrides of the run's job for `lift measure` and `lift promote`, e.g. the
 # evaluator's default timing where the config's RL stage timed coarser), and LIFT_NO_CORPUS=1 to
 # skip `data build` (a CPU dry run).
@@ -43,6 +44,7 @@ samples=${SAMPLES:-16}
 sweep_csv=${SWEEP_CSV:-docs/data/family_grid_h100.csv}
 sweep_device=${SWEEP_DEVICE:-NVIDIA H100 80GB HBM3}
 catalog_xz=${CATALOG_XZ:-docs/data/catalog_h100_grid.json.xz}
+variants_csv=${VARIANTS_CSV-docs/data/small_variants_h100.csv}
 measure_set=()
 for kv in ${MEASURE_SET:-}; do measure_set+=(--set "$kv"); done
 run=runs/lift
@@ -92,7 +94,11 @@ if [[ ! -f "$run/.rl_done" ]]; then
     if [[ -f "$catalog_xz" ]]; then
       xz -dc "$catalog_xz" > /tmp/lift_catalog.json && cat_args=(--catalog /tmp/lift_catalog.json)
     fi
-    $kr lift annotate "$config" --grid-csv "$sweep_csv" --device "$sweep_device" "${cat_args[@]}" \
+    # Every hgemm_small variant the small-shapes calibration timed (VARIANTS_CSV; "" = none):
+    # ranked examples of which parameters suit which shape, not only each family's winner.
+    var_args=()
+    [[ -n "$variants_csv" && -f "$variants_csv" ]] && var_args=(--variants-csv "$variants_csv")
+    $kr lift annotate "$config" --grid-csv "$sweep_csv" "${var_args[@]}" --device "$sweep_device" "${cat_args[@]}" \
       --out runs/data/annotated_h100.jsonl 2>&1 | tee -a "$log" || exit 1
   fi
   say "data ready"

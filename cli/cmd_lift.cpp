@@ -1,6 +1,6 @@
 // `kernelrl lift split|annotate|measure|promote`: the lift experiment of issue 25 (trainer/lift.h).
 //   split     the train / held-out shapes of a job's HGEMM grid (data.hgemm_heldout)
-//   annotate  speed-annotated pretraining triplets from family-sweep CSVs and catalogs
+//   annotate  speed-annotated pretraining triplets from family-sweep CSVs, per-variant CSVs and catalogs
 //   measure   per held-out shape, best of N before / after HGEMM RL beside the sweep's best and
 //             the best exemplar shown; summary, per-shape table, curves by step (resumable)
 //   report    lift.md, summary.json and curves.csv again from a lift directory's rows
@@ -85,7 +85,7 @@ void register_lift(CLI::App& app) {
   // ---- annotate
   struct AnnotateOpts {
     std::string config, device, out, backend = "gpu", reference = "lt-auto";
-    std::vector<std::string> set, csvs, catalogs;
+    std::vector<std::string> set, csvs, variant_csvs, catalogs;
   };
   auto ao = std::make_shared<AnnotateOpts>();
   auto* annotate = lift->add_subcommand(
@@ -95,14 +95,19 @@ void register_lift(CLI::App& app) {
       ->required();
   annotate->add_option("--set", ao->set, "key.path=value overrides of the job");
   annotate->add_option("--grid-csv", ao->csvs, "family sweep CSV (`kernelrl bench --families`; repeatable)");
+  annotate->add_option("--variants-csv", ao->variant_csvs,
+                       "per-variant times CSV: M,N,K,layout,acc,variant,device_us[,<baseline>_us] "
+                       "(e.g. docs/data/small_variants_h100.csv; repeatable)");
   annotate->add_option("--catalog", ao->catalogs, "catalog JSON whose entries add measured kernels (repeatable)");
   annotate->add_option("--device", ao->device, "the device the CSVs were measured on (e.g. \"NVIDIA H100 80GB HBM3\")");
   annotate->add_option("--backend", ao->backend, "gpu | host: the prompt's wording")->check(CLI::IsMember({"gpu", "host"}));
   annotate->add_option("--reference", ao->reference, "baseline named in the annotation (lt-auto; torch on host)");
   annotate->add_option("--out", ao->out, "triplet JSONL")->required();
   annotate->callback([ao] {
-    if (ao->csvs.empty() && ao->catalogs.empty()) throw UserError("annotate: give --grid-csv and/or --catalog");
-    if (!ao->csvs.empty() && ao->device.empty()) throw UserError("annotate: --device names the machine the CSVs were measured on");
+    if (ao->csvs.empty() && ao->variant_csvs.empty() && ao->catalogs.empty())
+      throw UserError("annotate: give --grid-csv, --variants-csv and/or --catalog");
+    if ((!ao->csvs.empty() || !ao->variant_csvs.empty()) && ao->device.empty())
+      throw UserError("annotate: --device names the machine the CSVs were measured on");
     const JobConfig job = load_job_config(ao->config, ao->set);
     const auto split = split_hgemm_shapes(hgemm_grid(job.data.hgemm_grid), job.data.hgemm_heldout);
     std::map<std::string, bool> heldout;  // task name -> held out
@@ -110,6 +115,9 @@ void register_lift(CLI::App& app) {
     std::vector<MeasuredShape> shapes;
     for (const auto& csv : ao->csvs)
       for (const auto& s : read_family_grid_csv(csv, ao->device))
+        for (const auto& k : s.kernels) add_measured(shapes, s, k);
+    for (const auto& csv : ao->variant_csvs)
+      for (const auto& s : read_variant_times_csv(csv, ao->device))
         for (const auto& k : s.kernels) add_measured(shapes, s, k);
     for (const auto& path : ao->catalogs) {
       const Catalog c = read_catalog(path);

@@ -113,6 +113,78 @@ std::vector<MeasuredShape> read_family_grid_csv(const std::filesystem::path& csv
   return out;
 }
 
+std::vector<MeasuredShape> read_variant_times_csv(const std::filesystem::path& csv,
+                                                  const std::string& device) {
+  std::ifstream in(csv);
+  if (!in) throw UserError("variant times '" + csv.string() + "': cannot read it");
+  std::string line;
+  std::getline(in, line);
+  if (!line.empty() && line.back() == '\r') line.pop_back();
+  const std::vector<std::string> header = split_csv(line);
+  auto col = [&](const std::string& name) -> long {
+    auto it = std::find(header.begin(), header.end(), name);
+    return it == header.end() ? -1 : static_cast<long>(it - header.begin());
+  };
+  for (const char* c : {"M", "N", "K", "layout", "acc", "variant", "device_us"})
+    if (col(c) < 0)
+      throw UserError("variant times '" + csv.string() + "': no column " + c +
+                      " (expected M,N,K,layout,acc,variant,device_us[,<baseline>_us...])");
+  std::vector<std::string> baselines;
+  for (const auto& h : header)
+    if (ends_with(h, "_us") && h != "device_us") baselines.push_back(h.substr(0, h.size() - 3));
+  // HGEMM families, longest name first: a variant's family is the one its name starts with.
+  std::vector<std::string> families;
+  for (const auto& f : kernel_families())
+    if (f.kind == TaskKind::hgemm) families.push_back(f.name);
+  std::sort(families.begin(), families.end(),
+            [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
+  VariantSources sources;
+  std::vector<MeasuredShape> out;
+  int64_t lineno = 1;
+  while (std::getline(in, line)) {
+    ++lineno;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.find_first_not_of(" \t") == std::string::npos) continue;
+    const std::vector<std::string> f = split_csv(line);
+    const std::string where = csv.string() + ":" + std::to_string(lineno);
+    if (f.size() != header.size())
+      throw UserError(where + ": " + std::to_string(f.size()) + " fields, expected " +
+                      std::to_string(header.size()));
+    const std::string& us = f[col("device_us")];
+    if (us.empty()) continue;  // no passing result
+    MeasuredShape s;
+    double t = 0;
+    try {
+      s.task = hgemm_task(std::stoll(f[col("M")]), std::stoll(f[col("N")]), std::stoll(f[col("K")]),
+                          f[col("layout")], f[col("acc")]);
+      t = std::stod(us);
+      for (const auto& b : baselines) {
+        const std::string& v = f[col(b + "_us")];
+        if (!v.empty()) s.baselines_us[b] = std::stod(v);
+      }
+    } catch (const std::logic_error&) {
+      throw UserError(where + ": M, N, K and the times must be numbers");
+    }
+    if (!(t > 0)) throw UserError(where + ": device_us must be positive, got " + us);
+    s.device = device;
+    const std::string& name = f[col("variant")];
+    const KernelVariant* v = nullptr;
+    std::string family;
+    for (const auto& fam : families)
+      if (name.rfind(fam + "_", 0) == 0) {
+        family = fam;
+        v = sources.find(fam, name);
+        break;
+      }
+    if (!v)
+      throw UserError(where + ": no HGEMM family generates a variant named '" + name +
+                      "' (is this CSV from another version of data/families?)");
+    add_measured(out, s, {name, family, v->source, t, csv.string()});
+  }
+  rank_measured(out);
+  return out;
+}
+
 void add_measured(std::vector<MeasuredShape>& into, const MeasuredShape& shape_key,
                   const MeasuredKernel& k) {
   const std::string key = key_of(shape_key);

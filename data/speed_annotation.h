@@ -1,7 +1,8 @@
 // Measured kernels per HGEMM shape, the raw material of speed-annotated pretraining examples
 // (issue 25): a family grid sweep's CSV (`kernelrl bench --families`, e.g.
 // docs/data/family_grid_h100.csv: per shape each family's best variant and its device time,
-// beside the baselines) and catalog entries, merged per shape and ranked by device time. Reads
+// beside the baselines), per-variant CSVs (every variant a run timed at a shape) and catalog
+// entries, merged per shape and ranked by device time. Reads
 // and ranks; the example text (instruction, annotation, code) is trainer/lift.h's, which words
 // it like the RL prompt. Nothing here measures.
 #pragma once
@@ -38,6 +39,15 @@ struct MeasuredShape {
 // variant name no family generates. `device` names the machine it was measured on.
 std::vector<MeasuredShape> read_family_grid_csv(const std::filesystem::path& csv,
                                                 const std::string& device);
+
+// Reads a per-variant CSV, one row per kernel measured at a shape (e.g. a calibration run that
+// timed a family's whole list: docs/data/small_variants_h100.csv): columns M, N, K, layout, acc,
+// variant (a family variant's name; its family is the name's prefix, its source regenerated
+// from data/families.h), device_us, and any `<baseline>_us` columns (the baselines timed beside
+// it). Rows with an empty device_us (no passing result) add nothing. Throws UserError naming
+// the file (and line) for a missing column, a bad number or a name no HGEMM family generates.
+std::vector<MeasuredShape> read_variant_times_csv(const std::filesystem::path& csv,
+                                                  const std::string& device);
 
 // Adds `k` to the shape of `into` with the same (device, M, N, K, layout, acc) key (a new shape
 // when there is none); a source already there keeps the faster of the two times.

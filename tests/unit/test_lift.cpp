@@ -125,6 +125,44 @@ TEST(SpeedAnnotation, ReadsAFamilySweepCsvAndWordsEachKernelLikeTheRlPrompt) {
   EXPECT_THROW(read_family_grid_csv(dir / "missing.csv", "host"), UserError);
 }
 
+TEST(SpeedAnnotation, ReadsAPerVariantCsvAndRanksEveryVariantOfAShape) {
+  testing::ScratchDir dir;
+  const auto vs = hgemm_family_variants("hgemm_host");
+  std::vector<const KernelVariant*> nn;
+  for (const auto& v : vs)
+    if (v.layout == "nn" && v.acc == "f32") nn.push_back(&v);
+  ASSERT_GE(nn.size(), 2u);
+  // Two variants at one shape (the slower first in the file), one at another, a row without a
+  // passing time, and a baseline column.
+  testing::write_text(dir / "variants.csv",
+                      "M,N,K,layout,acc,variant,device_us,lt-auto_us\n"
+                      "64,64,64,nn,f32," + nn[0]->name + ",12.5,10\n"
+                      "64,64,64,nn,f32," + nn[1]->name + ",9.5,10\n"
+                      "128,64,64,nn,f32," + nn[1]->name + ",20,18\n"
+                      "128,64,64,nn,f32," + nn[0]->name + ",,18\n");
+  auto shapes = read_variant_times_csv(dir / "variants.csv", "NVIDIA H100 80GB HBM3");
+  ASSERT_EQ(shapes.size(), 2u);
+  EXPECT_EQ(shapes[0].task.name, "hgemm_64x64x64_nn");
+  EXPECT_EQ(shapes[0].device, "NVIDIA H100 80GB HBM3");
+  EXPECT_DOUBLE_EQ(shapes[0].baselines_us.at("lt-auto"), 10);
+  ASSERT_EQ(shapes[0].kernels.size(), 2u);
+  EXPECT_EQ(shapes[0].kernels[0].name, nn[1]->name);  // ranked: the faster first
+  EXPECT_EQ(shapes[0].kernels[0].family, "hgemm_host");
+  EXPECT_EQ(shapes[0].kernels[0].source, nn[1]->source);
+  EXPECT_DOUBLE_EQ(shapes[0].kernels[1].device_us, 12.5);
+  ASSERT_EQ(shapes[1].kernels.size(), 1u);  // the empty time added nothing
+  const auto ts = speed_annotated_triplets(shapes, "gpu", "lt-auto");
+  ASSERT_EQ(ts.size(), 3u);
+  EXPECT_EQ(ts[1].context.rfind("Rank 2 of the variants measured at this shape", 0), 0u) << ts[1].context;
+  // Bad input: a name no family generates, a missing column, a non-number.
+  testing::write_text(dir / "bad_name.csv", "M,N,K,layout,acc,variant,device_us\n64,64,64,nn,f32,hgemm_host_nope,1\n");
+  EXPECT_THROW(read_variant_times_csv(dir / "bad_name.csv", "x"), UserError);
+  testing::write_text(dir / "no_col.csv", "M,N,K,layout,acc,device_us\n64,64,64,nn,f32,1\n");
+  EXPECT_THROW(read_variant_times_csv(dir / "no_col.csv", "x"), UserError);
+  testing::write_text(dir / "nan.csv", "M,N,K,layout,acc,variant,device_us\n64,64,six,nn,f32," + nn[0]->name + ",1\n");
+  EXPECT_THROW(read_variant_times_csv(dir / "nan.csv", "x"), UserError);
+}
+
 TEST(LiftSummary, MeansAndSharesOverTheRows) {
   auto row = [](int64_t m, double before, double after, double sweep, double exemplar,
                 int64_t passed, int64_t novel) {
