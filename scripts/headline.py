@@ -255,17 +255,12 @@ ROWS = [
          date="2026-11-26", protocol="wall time", command="`CI=true bash .ci/run`",
          source="docs/history/2026-11-24-ci-time.md",
          quote="**228/228 passed, 1,848 s wall**\n(setup, configure and build 1,407 s; `ctest -j2` 441 s)"),
-    dict(area="build", metric="`bash scripts/test.sh` on a fresh clone, 2 quiet cores, no ccache, venv linked (no pip install), unity builds",
-         value="14 min 19 s: 281/281 passed (build 301 s, tests 558.4 s); 18 min 30 s before the lift test's threads waited passively",
+    dict(area="build", metric="`bash scripts/test.sh` on a fresh clone, 2 quiet cores, no ccache, a new venv from PyPI (no pip cache), unity builds",
+         value="14 min 27.9 s: 281/281 passed (setup, install and build 325.4 s, tests 542.5 s)",
          card="2-core CPU host (Intel Xeon)", date="2026-11-27", protocol="wall time",
-         command="`CCACHE_DISABLE=1 bash scripts/test.sh`",
+         command="`PIP_NO_CACHE_DIR=1 CCACHE_DISABLE=1 bash scripts/test.sh`",
          source="docs/history/2026-11-27-fresh-clone-issue26.md",
-         quote="| all in, wall | 18 min 30 s (1,110 s) | **14 min 19 s (859 s)** |\n"
-               "| CPU, user + sys | 2,038 s | 1,650 s (1,482 + 168) |\n"
-               "| setup + configure + build | 293 s | 301 s |\n"
-               "| tests, `ctest -j2` | 816.7 s | 558.4 s |\n"
-               "| `LiftPipeline` beside the rest | 816.7 s | 539.3 s |\n"
-               "| result | 281/281 passed | **281/281 passed** (the 24 `gpu` tests skipped: no GPU) |"),
+         quote="| all in, wall | **14 min 27.9 s (867.9 s)** |\n| CPU, user + sys | 1,625 s (1,453 + 172) |\n| setup (apt check, new venv, pip install torch 2.11.0, nvidia-cutlass, the test packages), configure, build | 325.4 s |\n| tests, `ctest -j2` | 542.5 s; `LiftPipeline` 488.3 s beside the rest (pretraining + RL 383.4 s, probe 17 % → 67 %) |\n| result | **281/281 passed** (the 24 `gpu` tests skipped: no GPU) |"),
 ]
 
 AREAS = {"timing": "[Timing and trust](#timing-and-trust)",
