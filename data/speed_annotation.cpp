@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <initializer_list>
 #include <set>
 #include <sstream>
 
@@ -29,6 +30,51 @@ std::string key_of(const MeasuredShape& s) {
          std::to_string(s.task.k) + "|" + s.task.layout + "|" + s.task.acc;
 }
 
+// A CSV with a header line: the columns a reader needs are checked when it opens; rows come back
+// split, with "file:line" for error messages (blank lines skipped, CRLF accepted).
+class CsvRows {
+ public:
+  CsvRows(const std::filesystem::path& csv, const std::string& what,
+          std::initializer_list<const char*> required, const std::string& expected)
+      : path_(csv), in_(csv) {
+    if (!in_) throw UserError(what + " '" + csv.string() + "': cannot read it");
+    std::string line;
+    std::getline(in_, line);
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    header_ = split_csv(line);
+    for (const char* c : required)
+      if (col(c) < 0)
+        throw UserError(what + " '" + csv.string() + "': no column " + c + " (expected " + expected + ")");
+  }
+  const std::vector<std::string>& header() const { return header_; }
+  long col(const std::string& name) const {
+    auto it = std::find(header_.begin(), header_.end(), name);
+    return it == header_.end() ? -1 : static_cast<long>(it - header_.begin());
+  }
+  // The next row's fields; false at the end. Throws when a row's field count is not the header's.
+  bool next(std::vector<std::string>& fields) {
+    std::string line;
+    while (std::getline(in_, line)) {
+      ++lineno_;
+      if (!line.empty() && line.back() == '\r') line.pop_back();
+      if (line.find_first_not_of(" \t") == std::string::npos) continue;
+      fields = split_csv(line);
+      if (fields.size() != header_.size())
+        throw UserError(where() + ": " + std::to_string(fields.size()) + " fields, expected " +
+                        std::to_string(header_.size()));
+      return true;
+    }
+    return false;
+  }
+  std::string where() const { return path_.string() + ":" + std::to_string(lineno_); }
+
+ private:
+  std::filesystem::path path_;
+  std::ifstream in_;
+  std::vector<std::string> header_;
+  int64_t lineno_ = 1;
+};
+
 // Variant name -> source, generated once per family on first use.
 class VariantSources {
  public:
@@ -51,19 +97,10 @@ class VariantSources {
 
 std::vector<MeasuredShape> read_family_grid_csv(const std::filesystem::path& csv,
                                                 const std::string& device) {
-  std::ifstream in(csv);
-  if (!in) throw UserError("family grid '" + csv.string() + "': cannot read it");
-  std::string line;
-  std::getline(in, line);
-  const std::vector<std::string> header = split_csv(line);
-  auto col = [&](const std::string& name) -> long {
-    auto it = std::find(header.begin(), header.end(), name);
-    return it == header.end() ? -1 : static_cast<long>(it - header.begin());
-  };
-  for (const char* c : {"M", "N", "K", "layout", "acc"})
-    if (col(c) < 0)
-      throw UserError("family grid '" + csv.string() + "': no column " + c +
-                      " (expected the CSV of `kernelrl bench --families`)");
+  CsvRows rows(csv, "family grid", {"M", "N", "K", "layout", "acc"},
+               "the CSV of `kernelrl bench --families`");
+  const std::vector<std::string>& header = rows.header();
+  auto col = [&](const std::string& name) { return rows.col(name); };
   std::vector<std::string> families, baselines;
   for (const auto& h : header)
     if (ends_with(h, "_variant") && h != "best_variant") families.push_back(h.substr(0, h.size() - 8));
@@ -76,16 +113,9 @@ std::vector<MeasuredShape> read_family_grid_csv(const std::filesystem::path& csv
     throw UserError("family grid '" + csv.string() + "': no <family>_variant columns");
   VariantSources sources;
   std::vector<MeasuredShape> out;
-  int64_t lineno = 1;
-  while (std::getline(in, line)) {
-    ++lineno;
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    if (line.back() == '\r') line.pop_back();
-    const std::vector<std::string> f = split_csv(line);
-    const std::string where = csv.string() + ":" + std::to_string(lineno);
-    if (f.size() != header.size())
-      throw UserError(where + ": " + std::to_string(f.size()) + " fields, expected " +
-                      std::to_string(header.size()));
+  std::vector<std::string> f;
+  while (rows.next(f)) {
+    const std::string where = rows.where();
     MeasuredShape s;
     try {
       s.task = hgemm_task(std::stoll(f[col("M")]), std::stoll(f[col("N")]), std::stoll(f[col("K")]),
@@ -115,22 +145,11 @@ std::vector<MeasuredShape> read_family_grid_csv(const std::filesystem::path& csv
 
 std::vector<MeasuredShape> read_variant_times_csv(const std::filesystem::path& csv,
                                                   const std::string& device) {
-  std::ifstream in(csv);
-  if (!in) throw UserError("variant times '" + csv.string() + "': cannot read it");
-  std::string line;
-  std::getline(in, line);
-  if (!line.empty() && line.back() == '\r') line.pop_back();
-  const std::vector<std::string> header = split_csv(line);
-  auto col = [&](const std::string& name) -> long {
-    auto it = std::find(header.begin(), header.end(), name);
-    return it == header.end() ? -1 : static_cast<long>(it - header.begin());
-  };
-  for (const char* c : {"M", "N", "K", "layout", "acc", "variant", "device_us"})
-    if (col(c) < 0)
-      throw UserError("variant times '" + csv.string() + "': no column " + c +
-                      " (expected M,N,K,layout,acc,variant,device_us[,<baseline>_us...])");
+  CsvRows rows(csv, "variant times", {"M", "N", "K", "layout", "acc", "variant", "device_us"},
+               "M,N,K,layout,acc,variant,device_us[,<baseline>_us...]");
+  auto col = [&](const std::string& name) { return rows.col(name); };
   std::vector<std::string> baselines;
-  for (const auto& h : header)
+  for (const auto& h : rows.header())
     if (ends_with(h, "_us") && h != "device_us") baselines.push_back(h.substr(0, h.size() - 3));
   // HGEMM families, longest name first: a variant's family is the one its name starts with.
   std::vector<std::string> families;
@@ -140,16 +159,9 @@ std::vector<MeasuredShape> read_variant_times_csv(const std::filesystem::path& c
             [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
   VariantSources sources;
   std::vector<MeasuredShape> out;
-  int64_t lineno = 1;
-  while (std::getline(in, line)) {
-    ++lineno;
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (line.find_first_not_of(" \t") == std::string::npos) continue;
-    const std::vector<std::string> f = split_csv(line);
-    const std::string where = csv.string() + ":" + std::to_string(lineno);
-    if (f.size() != header.size())
-      throw UserError(where + ": " + std::to_string(f.size()) + " fields, expected " +
-                      std::to_string(header.size()));
+  std::vector<std::string> f;
+  while (rows.next(f)) {
+    const std::string where = rows.where();
     const std::string& us = f[col("device_us")];
     if (us.empty()) continue;  // no passing result
     MeasuredShape s;

@@ -551,9 +551,10 @@ void RlStage::start(const TrainState& state) {
   tasks_ = rl_stage_tasks(job_, stage_.kind, backend_);
   exemplars_ = std::make_unique<ExemplarStore>(store_path, stage_.name);
   fit_ = std::make_unique<ExemplarFit>(tok_, policy_.shape.max_seq_len, ro_.sampling.max_new_tokens);
-  if (stage_.kind == "hgemm_rl" && backend_ == "gpu" && (seed_grid_ = job_seed_grid(job_)))
+  if (stage_.kind == "hgemm_rl" && backend_ == "gpu" && (seed_grid_ = job_seed_grid(job_))) {
     KRL_LOG(info) << "exemplar seeds: " << seed_grid_->rows() << " shapes of " << ro_.seed_grid
                   << " (held-out shapes excluded)";
+  }
   if (dist::is_main()) exemplars_->truncate_after(state.step);
   if (group && dist::is_main()) group->barrier();
   scorer_ = std::make_unique<RlScorer>(*evaluator_, *exemplars_, job_.reward.failed_reward,

@@ -549,10 +549,12 @@ std::vector<LiftShape> measure_lift(const LiftOptions& o) {
     }
     row.sweep = best_passed(sweep_evals);
     if (row.sweep <= 0)
-      for (const auto& [name, src] : sweep)
-        if (const EvalResult* e = result_of(src))
+      for (const auto& [name, src] : sweep) {
+        if (const EvalResult* e = result_of(src)) {
           KRL_LOG(warn) << "lift " << task.name << ": the sweep's " << name << " did not pass: "
                         << status_name(e->status) << (e->reason.empty() ? "" : " (" + e->reason.substr(0, 300) + ")");
+        }
+      }
     for (const auto& src : shown) shown_evals.push_back(result_of(src));
     row.exemplar = best_passed(shown_evals);
     if (best_after) {
