@@ -20,7 +20,8 @@
 #   5. `lift measure`: the after policy's samples with the same prompts and seed, evaluated with
 #      the before samples, the sweep's best variant (named by the family-grid CSV) and the
 #      exemplars shown, one evaluator batch per shape (resumable per shape); `lift promote`:
-#      after-RL kernels >= 2 % faster than the sweep, re-verified in a fresh evaluation, into
+#      after-RL kernels >= 2 % faster than the sweep and than every variant of its family at the
+#      shape (FAMILY_LIST), re-verified in a fresh evaluation, into
 #      runs/lift-measure/catalog_rl.json with provenance rl
 #   6. plots (bench/plot_lift.py)
 # OUT_DIR gets, every call: lift.log, metrics.jsonl, results.tgz (lift.md, summary.json,
@@ -29,7 +30,7 @@
 # tokenizer and metrics, prompts.jsonl): with PREV_DIR a fresh machine restores them and goes on
 # with phase 5 (phases 1-4 need the optimizer state, which does not travel: a machine lost
 # before phase 4 ends means starting over). Environment: LIFT_CONFIG (configs/lift.yaml),
-# MAX_SHAPES, SAMPLES, SWEEP_CSV, SWEEP_DEVICE, CATALOG_XZ, VARIANTS_CSV, MEASURE_SET (space-separated
+# MAX_SHAPES, SAMPLES, SWEEP_CSV, SWEEP_DEVICE, CATALOG_XZ, VARIANTS_CSV, FAMILY_LIST, MEASURE_SET (space-separated
 # key.path=value overrides of the run's job for `lift measure` and `lift promote`, e.g. the
 # evaluator's default timing where the config's RL stage timed coarser), and LIFT_NO_CORPUS=1 to
 # skip `data build` (a CPU dry run).
@@ -45,6 +46,7 @@ sweep_csv=${SWEEP_CSV:-docs/data/family_grid_h100.csv}
 sweep_device=${SWEEP_DEVICE:-NVIDIA H100 80GB HBM3}
 catalog_xz=${CATALOG_XZ:-docs/data/catalog_h100_grid.json.xz}
 variants_csv=${VARIANTS_CSV-docs/data/small_variants_h100.csv}
+family_list=${FAMILY_LIST-0}
 measure_set=()
 for kv in ${MEASURE_SET:-}; do measure_set+=(--set "$kv"); done
 run=runs/lift
@@ -145,7 +147,11 @@ if [[ -f "$run/.rl_done" && ! -f "$lift/.measure_done" ]] && (($(left) > 60)); t
   say "measure: $n of $max_shapes shapes"
 fi
 if [[ -f "$lift/.measure_done" && ! -f "$lift/catalog_rl.json" ]] && (($(left) > 60)); then
-  "$kr" lift promote --run-dir "$run" --lift "$lift" --sweep-csv "$sweep_csv" \
+  # FAMILY_LIST (0: the sweep variant's whole family list at the shape; "" = off): a discovery
+  # must also beat the fastest variant of its family, not only the sweep's few picks.
+  fl_args=()
+  [[ -n "$family_list" ]] && fl_args=(--family-list "$family_list")
+  "$kr" lift promote --run-dir "$run" --lift "$lift" --sweep-csv "$sweep_csv" "${fl_args[@]}" \
     --device "$sweep_device" --out "$lift/catalog_rl.json" "${measure_set[@]}" 2>&1 | tee -a "$log"
   "$kr" catalog show "$lift/catalog_rl.json" > "$lift/catalog_rl.txt" 2>&1
 fi

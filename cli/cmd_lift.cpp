@@ -204,6 +204,7 @@ void register_lift(CLI::App& app) {
   struct PromoteOpts {
     std::string run, lift, csv, catalog, out;
     double margin = 1.02;
+    int family_list = -1;
   };
   auto pp = std::make_shared<PromoteOpts>();
   auto* promote = lift->add_subcommand(
@@ -215,6 +216,10 @@ void register_lift(CLI::App& app) {
   promote->add_option("--device", po->device, "device the sweep CSV was measured on");
   promote->add_option("--after", po->after, "the after checkpoint measure used (default: as measure)");
   promote->add_option("--margin", pp->margin, "how much faster than the sweep (1.02: 2 %)")->check(CLI::Range(0.01, 10.0));
+  promote->add_option("--family-list", pp->family_list,
+                      "also time the sweep variant's family at the shape (the portfolio's first N "
+                      "variants; 0 = every candidate it offers) and require beating its fastest by the margin")
+      ->check(CLI::Range(0, 100000));
   promote->add_option("--catalog", pp->catalog, "catalog to add the discoveries to (default: a new one)");
   promote->add_option("--out", pp->out, "catalog JSON written")->required();
   promote->add_option("--set", po->set, "key.path=value overrides of the run's job, as measure's");
@@ -223,7 +228,7 @@ void register_lift(CLI::App& app) {
     o.run_dir = pp->run;
     o.out = pp->lift;
     o.sweep_csv = pp->csv;
-    const auto found = verify_discoveries(o, read_rows(o.out), pp->margin);
+    const auto found = verify_discoveries(o, read_rows(o.out), pp->margin, pp->family_list);
     CatalogBuilder builder;
     for (const auto& d : found)
       builder.add(d.fresh, (o.out / "verify.sqlite").string(),
@@ -233,9 +238,15 @@ void register_lift(CLI::App& app) {
     Catalog cat = pp->catalog.empty() ? Catalog{} : read_catalog(pp->catalog);
     cat = merge_catalogs(std::move(cat), extra);
     write_catalog(pp->out, cat);
-    std::printf("%zu of the lift's after-RL kernels beat the sweep's best by %.0f %% in a fresh "
-                "evaluation; catalog %s: %zu entries\n",
-                found.size(), 100 * (pp->margin - 1), pp->out.c_str(), cat.entries.size());
+    for (const auto& d : found)
+      if (pp->family_list >= 0)
+        std::printf("%s: %.3fx; the family list's fastest of %lld: %s %.3fx\n", d.fresh.result.task.c_str(),
+                    d.fresh.result.speedup, static_cast<long long>(d.family_variants),
+                    d.family_best_variant.c_str(), d.family_best_speedup);
+    std::printf("%zu of the lift's after-RL kernels reached %.2fx the speedup of the sweep's best%s "
+                "in a fresh evaluation; catalog %s: %zu entries\n",
+                found.size(), pp->margin, pp->family_list >= 0 ? " and of the family list's fastest" : "",
+                pp->out.c_str(), cat.entries.size());
   });
 }
 

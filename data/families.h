@@ -62,6 +62,9 @@ bool arch_runs(const std::string& needed, const std::string& device_arch);
 
 // Every variant a HGEMM family offers (its whole parameter grid, both layouts and accumulators).
 std::vector<KernelVariant> hgemm_family_variants(const std::string& family);
+// The HGEMM family a variant name belongs to (its name starts with the family's and "_"; the
+// longest such family); "" when none.
+std::string hgemm_family_of(const std::string& variant_name);
 // Variants of a general family for one op (with its params; empty = defaults in task_suite).
 std::vector<KernelVariant> general_family_variants(const std::string& family,
                                                    const std::string& backend,

@@ -318,4 +318,13 @@ std::vector<KernelVariant> hgemm_family_variants(const std::string& family) {
   return it->second;
 }
 
+std::string hgemm_family_of(const std::string& variant_name) {
+  std::string best;  // the longest HGEMM family name the variant's name starts with, then "_"
+  for (const auto& f : kernel_families())
+    if (f.kind == TaskKind::hgemm && f.name.size() > best.size() &&
+        variant_name.rfind(f.name + "_", 0) == 0)
+      best = f.name;
+  return best;
+}
+
 }  // namespace kernelrl

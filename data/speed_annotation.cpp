@@ -151,12 +151,6 @@ std::vector<MeasuredShape> read_variant_times_csv(const std::filesystem::path& c
   std::vector<std::string> baselines;
   for (const auto& h : rows.header())
     if (ends_with(h, "_us") && h != "device_us") baselines.push_back(h.substr(0, h.size() - 3));
-  // HGEMM families, longest name first: a variant's family is the one its name starts with.
-  std::vector<std::string> families;
-  for (const auto& f : kernel_families())
-    if (f.kind == TaskKind::hgemm) families.push_back(f.name);
-  std::sort(families.begin(), families.end(),
-            [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
   VariantSources sources;
   std::vector<MeasuredShape> out;
   std::vector<std::string> f;
@@ -180,14 +174,8 @@ std::vector<MeasuredShape> read_variant_times_csv(const std::filesystem::path& c
     if (!(t > 0)) throw UserError(where + ": device_us must be positive, got " + us);
     s.device = device;
     const std::string& name = f[col("variant")];
-    const KernelVariant* v = nullptr;
-    std::string family;
-    for (const auto& fam : families)
-      if (name.rfind(fam + "_", 0) == 0) {
-        family = fam;
-        v = sources.find(fam, name);
-        break;
-      }
+    const std::string family = hgemm_family_of(name);
+    const KernelVariant* v = family.empty() ? nullptr : sources.find(family, name);
     if (!v)
       throw UserError(where + ": no HGEMM family generates a variant named '" + name +
                       "' (is this CSV from another version of data/families?)");

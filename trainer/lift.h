@@ -126,11 +126,23 @@ struct Discovery {
   double sweep_speedup;   // the sweep's best variant, timed in the same fresh evaluation
   std::string run, stage;
   int64_t step = -1;
+  // With a family list (family_list >= 0): how many variants of the sweep variant's family were
+  // timed beside it, and the fastest of them (0 / "" without one).
+  int64_t family_variants = 0;
+  double family_best_speedup = 0;
+  std::string family_best_variant;
 };
 // The measured rows' after-RL kernels that beat the sweep's best variant by `margin` (1.02:
 // 2 %), evaluated again in a fresh evaluator (store out/verify.sqlite recreated, reuse off)
-// beside that variant; those that still beat it by the margin come back.
+// beside that variant; those that still beat it by the margin come back. With family_list >= 0
+// the same evaluation also times the sweep variant's family as the portfolio lists it at that
+// shape (data/family_portfolio.h, per_family = family_list; 0 = every candidate it offers:
+// hgemm_small's whole grid, the curated lists of hgemm_wgmma and hgemm_cutlass), and a
+// kernel must beat the fastest of those by the margin too: the sweep measures a few variants
+// per family, and a kernel that only matches one it left out is no discovery (issue 25,
+// docs/history/2026-11-27-sweep-headroom-issue25.md).
 std::vector<Discovery> verify_discoveries(const LiftOptions& options,
-                                          const std::vector<LiftShape>& rows, double margin);
+                                          const std::vector<LiftShape>& rows, double margin,
+                                          int family_list = -1);
 
 }  // namespace kernelrl

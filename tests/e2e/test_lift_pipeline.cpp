@@ -24,6 +24,7 @@
 #include "common/fs.h"
 #include "common/metrics.h"
 #include "data/corpus/triplet.h"
+#include "data/families.h"
 #include "data/tasks/hgemm_split.h"
 #include "data/tasks/task_suite.h"
 #include "test_util.h"
@@ -206,9 +207,21 @@ TEST(LiftPipeline, SplitAnnotateTrainMeasurePromoteOnTheHostBackend) {
   //    4x of the sweep qualifies (the GPU run asks 1.02; 6 RL steps that reward correctness
   //    first do not reliably reach the sweep's fastest variant: a run of 8 steps at 0.5 promoted
   //    none, 2026-11-27); each is re-verified in a fresh store.
+  //    With --family-list 0 the fresh evaluation also times the sweep variant's family's whole
+  //    list at the shape, and each kernel must beat its fastest by the margin too.
   auto promote = kr("lift promote --run-dir " + (dir / "run").string() + " --lift " +
-                    (dir / "lift").string() + " --margin 0.25 --out " + (dir / "cat.json").string());
+                    (dir / "lift").string() + " --margin 0.25 --family-list 0 --out " +
+                    (dir / "cat.json").string());
   ASSERT_EQ(promote.exit_code, 0) << promote.output;
+  const size_t n_host_nn = [] {
+    size_t n = 0;
+    for (const auto& v : hgemm_family_variants("hgemm_host")) n += v.layout == "nn" && v.acc == "f32";
+    return n;
+  }();
+  EXPECT_THAT(promote.output, HasSubstr("the family list's fastest of " + std::to_string(n_host_nn) + ": hgemm_host_"))
+      << promote.output;
+  EXPECT_THAT(promote.output, HasSubstr("reached 0.25x the speedup of the sweep's best and of the family list's fastest"))
+      << promote.output;
   lap("lift measure again, lift promote");
   EXPECT_TRUE(fs::exists(dir / "lift/verify.sqlite"));
   auto cat = nlohmann::json::parse(testing::read_text(dir / "cat.json"));

@@ -779,12 +779,16 @@ TEST(Families, VariantsCarryInstructionsAndDistinctNames) {
     for (const auto& v : hgemm_family_variants(f.name)) {
       ++total;
       names.insert(v.name);
+      // A variant's name leads back to its family (readers of measured times rely on it).
+      EXPECT_EQ(hgemm_family_of(v.name), f.name) << v.name;
       EXPECT_NE(v.source.find("kernelrl_launch"), std::string::npos);
       EXPECT_NE(v.instruction.find(v.layout == "nn" ? "row-major (KxN)" : "column-major"),
                 std::string::npos);
     }
   }
   EXPECT_EQ(names.size(), total);
+  EXPECT_EQ(hgemm_family_of("hgemm_smallish_nn"), "");  // a prefix must end at "_"
+  EXPECT_EQ(hgemm_family_of("relu_naive"), "");
   auto mma = hgemm_family_variants("hgemm_mma");
   EXPECT_GE(mma.size(), 100u);
   // Both main loops are offered: the variant's instance picks one.
