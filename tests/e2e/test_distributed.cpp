@@ -226,8 +226,11 @@ TEST_F(Distributed, TorchrunTwoRanksRunTheDebugPipelineWithTheAdvantagesOfOnePro
     ASSERT_EQ(rb.size(), rd.size());
     for (size_t i = 0; i < rb.size(); ++i)
       for (const char* key :
-           {"loss", "reward_mean", "grad_norm", "kl", "completion_len", "advantages"})
-        if (rb[i].contains(key)) EXPECT_EQ(rd[i][key], rb[i][key]) << key << " at step " << i + 1;
+           {"loss", "reward_mean", "grad_norm", "kl", "completion_len", "advantages"}) {
+        if (rb[i].contains(key)) {
+          EXPECT_EQ(rd[i][key], rb[i][key]) << key << " at step " << i + 1;
+        }
+      }
   }
 }
 
@@ -271,10 +274,12 @@ TEST_F(Distributed, TorchrunTwoRanksPretrainLikeOneProcessAndResumeAtEitherWorld
   auto rd = stage_records(cut, "pretrain");
   ASSERT_EQ(rd.size(), 12u);
   for (size_t i = 0; i < rd.size(); ++i)
-    for (const char* key : {"loss", "grad_norm", "eval_loss"})
-      if (rb[i].contains(key))
+    for (const char* key : {"loss", "grad_norm", "eval_loss"}) {
+      if (rb[i].contains(key)) {
         EXPECT_DOUBLE_EQ(rd[i][key].get<double>(), rb[i][key].get<double>())
             << key << " at step " << i + 1;
+      }
+    }
   auto e = run_command(job(tok + " --run-dir " + cut1.string() + " --resume"));
   ASSERT_EQ(e.exit_code, 0) << e.output;
   auto re = stage_records(cut1, "pretrain");

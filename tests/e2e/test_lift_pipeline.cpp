@@ -6,11 +6,9 @@
 // say they came from RL. Asserts on the numbers: RL took updates and its policy's correct rate
 // rose on fixed seeds; the held-out shapes were never RL tasks; the measure's rows agree with
 // the summary. The recipe is configs/quickstart-cpu.yaml's (demonstrations off, lr 1e-4 after 2
-// warmup steps, a fixed probe judging learning) with 200 pretraining steps instead of 300, 6 RL
-// steps instead of 12 and a probe of 2 samples per training shape: 310-368 s alone on 2 quiet
-// cores, 420-470 CPU-s (issue 26; the runs that chose it:
-// docs/history/2026-11-27-cpu-quickstart-two-seeds-issue25.md and, for the 200 steps,
-// docs/history/2026-11-27-fresh-clone-issue26.md).
+// warmup steps, a fixed probe judging learning) with 6 RL steps instead of 12 and a probe of 2
+// samples per training shape: 356-383 s alone on 2 quiet cores (issue 26; the runs that chose
+// it: docs/history/2026-11-27-cpu-quickstart-two-seeds-issue25.md).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -46,10 +44,11 @@ const char* kGrid =
     "128x128x128\n128x128x256\n128x256x128\n256x128x128\n";
 
 // The recipe: configs/quickstart-cpu.yaml's, shortened to fit ~5 minutes on 2 cores (issue 26).
-// 200 pretraining steps: at 300 the test took 484 CPU-s alone, half of them pretraining (loss
-// 0.06 by step 100, 0.02-0.03 from 150), and bounded a fresh clone's test phase; 3 runs at 200
-// passed, the probe rising 0 -> 17 %, 0 -> 33 %, 6 -> 56 % (2026-11-27).
-constexpr int kPretrainSteps = 200;
+// 300 pretraining steps. 200 were tried (2026-11-27): the test took ~60 CPU-s less, but 1 of 7
+// runs failed, its RL collapsing (probe 0 % -> 0 %, compiled 100 % -> 61 %, 2 of 6 steps with
+// updates), and two more rose by one or three samples of 18
+// (docs/history/2026-11-27-fresh-clone-issue26.md).
+constexpr int kPretrainSteps = 300;
 constexpr int kRlSteps = 6;
 constexpr int kMeasureSamples = 8;
 
