@@ -256,11 +256,11 @@ ROWS = [
          source="docs/history/2026-11-24-ci-time.md",
          quote="**228/228 passed, 1,848 s wall**\n(setup, configure and build 1,407 s; `ctest -j2` 441 s)"),
     dict(area="build", metric="`bash scripts/test.sh` on a fresh clone, 2 quiet cores, no ccache, a new venv from PyPI (no pip cache), unity builds",
-         value="13 min 54.4 s: 282/282 passed (tests 503.8 s); 14 min 27.9 s in the run before",
+         value="14 min 34.8 s at c9eb62f and 15 min 0.7 s at 8ee573a (the stable lift test); neither is a fully passing run of the submitted code",
          card="2-core CPU host (Intel Xeon)", date="2026-11-27", protocol="wall time",
          command="`PIP_NO_CACHE_DIR=1 CCACHE_DISABLE=1 bash scripts/test.sh`",
          source="docs/history/2026-11-27-fresh-clone-issue26.md",
-         quote="| all in, wall | **14 min 27.9 s (867.9 s)** |\n| CPU, user + sys | 1,625 s (1,453 + 172) |\n| setup (apt check, new venv, pip install torch 2.11.0, nvidia-cutlass, the test packages), configure, build | 325.4 s |\n| tests, `ctest -j2` | 542.5 s; `LiftPipeline` 488.3 s beside the rest (pretraining + RL 383.4 s, probe 17 % → 67 %) |\n| result | **281/281 passed** (the 24 `gpu` tests skipped: no GPU) |\n\n**≤ 15 min all in, with a new venv from PyPI, on a fresh clone: met** (32 s under). The same\n2-core host (Intel Xeon, 24 GiB) as the before measurement of issue 26 (26 min 32 s, 2026-11-26).\nNo test was dropped. `LiftPipeline` checks the same things with a shorter pretraining.\n\n**Again on the session's final code** (`git clone /work/main /tmp/fresh42` at fe64266, no `.venv`,\nthe same command, 07:01:12–07:15:06 UTC). This run adds `lift promote --family-list 0` to\n`LiftPipeline`, the per-variant annotation reader, and docs. Load average 1.0–2.9. The lead\nedited text only beside it.\n\n| | |\n|---|---|\n| all in, wall | **13 min 54.4 s (834.4 s)** |\n| CPU, user + sys | 1,565 s (1,402 + 163) |\n| tests, `ctest -j2` | 503.8 s; `LiftPipeline` 397.3 s beside the rest (pretraining + RL 309.9 s) |\n| result | **282/282 passed** (the 24 `gpu` tests skipped) |"),
+         quote="- With the stable 300-step test, all in with a new venv: 15 min 0.7 s at 8ee573a, then\n  14 min 34.8 s at c9eb62f."),
 ]
 
 AREAS = {"timing": "[Timing and trust](#timing-and-trust)",
