@@ -113,8 +113,17 @@ train() {  # train STAGES: resumes the run when it has one; killed at the budget
   timeout -s INT "$(left)" "$kr" train "$config" --run-dir "$run" --stages "$1" "${resume[@]}" \
     >> "$log" 2>&1
 }
+# A stage stopped by the budget (timeout's 124) is continued by the next call; any other failure
+# ends the call with its exit status, so that no phase is marked done on a broken run (the H100 run
+# of 2026-11-27 marked a failed RL stage "done" under LIFT_RL_CUT and measured a 4-step policy).
+stage_failed() {  # stage_failed NAME RC
+  (($2 == 0 || $2 == 124)) && return 1
+  say "$1 failed (exit $2): the last lines of $log say why"; tail -5 "$log"; return 0
+}
 if [[ ! -f "$run/.pretrain_done" && ! -f "$run/.rl_done" ]] && (($(left) > 30)); then
-  train pretrain && touch "$run/.pretrain_done"
+  train pretrain; rc=$?
+  stage_failed pretraining $rc && exit 1
+  ((rc == 0)) && touch "$run/.pretrain_done"
   say "pretraining: $([[ -f $run/.pretrain_done ]] && echo done || echo 'to be continued')"
 fi
 
@@ -133,9 +142,12 @@ fi
 
 # ---- 4. HGEMM RL -----------------------------------------------------------------------------
 if [[ -f "$lift/.before_done" && ! -f "$run/.rl_done" ]] && (($(left) > 60)); then
-  train hgemm_rl && touch "$run/.rl_done"
-  # LIFT_RL_CUT=1: the machine's time is short; the after policy is RL's last checkpoint.
-  [[ "${LIFT_RL_CUT:-0}" == 1 && -f "$run/checkpoints/hgemm_rl/latest" ]] && touch "$run/.rl_done"
+  train hgemm_rl; rc=$?
+  stage_failed hgemm_rl $rc && exit 1
+  ((rc == 0)) && touch "$run/.rl_done"
+  # LIFT_RL_CUT=1: the machine's time is short; the budget stopped RL and the after policy is
+  # its last checkpoint.
+  [[ "${LIFT_RL_CUT:-0}" == 1 && $rc == 124 && -f "$run/checkpoints/hgemm_rl/latest" ]] && touch "$run/.rl_done"
   say "hgemm_rl: $([[ -f $run/.rl_done ]] && echo done || echo 'to be continued')"
 fi
 

@@ -99,7 +99,7 @@ class StageLoop {
     if (dist::is_main())
       last_checkpoint_ = save_stage_checkpoint(
           ctx_.run_dir.checkpoints_dir(), config_.name, policy.model, policy.shape,
-          policy.tokenizer_path, *policy.optimizer, state_, ctx_.job.trainer.keep_checkpoints);
+          &policy.tokenizer_path, *policy.optimizer, state_, ctx_.job.trainer.keep_checkpoints);
     else
       last_checkpoint_ =
           ctx_.run_dir.checkpoints_dir() / config_.name / ("step_" + std::to_string(state_.step));

@@ -201,7 +201,7 @@ std::vector<std::pair<int64_t, fs::path>> stage_checkpoints(const fs::path& stag
 
 fs::path save_stage_checkpoint(const fs::path& checkpoints_dir, const std::string& stage,
                                LlamaModel& model, const ModelShape& shape,
-                               const fs::path& tokenizer_path, torch::optim::Optimizer& optimizer,
+                               fs::path* tokenizer_path, torch::optim::Optimizer& optimizer,
                                const TrainState& state, int64_t keep) {
   const fs::path stage_dir = checkpoints_dir / stage;
   fs::create_directories(stage_dir);
@@ -210,7 +210,7 @@ fs::path save_stage_checkpoint(const fs::path& checkpoints_dir, const std::strin
       stage_dir / ("." + name + ".tmp." + std::to_string(::getpid()));
   fs::remove_all(staging);
   nlohmann::json extra = {{"stage", stage}, {"step", state.step}};
-  save_checkpoint(staging, model, shape, tokenizer_path, extra);
+  save_checkpoint(staging, model, shape, *tokenizer_path, extra);
   torch::save(optimizer, (staging / "optimizer.pt").string());
   nlohmann::json ts = {{"step", state.step}, {"extra", state.extra}, {"rng", rng_state()}};
   atomic_write(staging / "trainer_state.json", ts.dump());
@@ -218,6 +218,9 @@ fs::path save_stage_checkpoint(const fs::path& checkpoints_dir, const std::strin
   fs::remove_all(final_dir);
   fs::rename(staging, final_dir);
   atomic_write(stage_dir / "latest", name + "\n");
+  // The copy save_checkpoint wrote (model/checkpoint.cpp tokenizer_files): the tokenizer's own file.
+  if (!tokenizer_path->empty())
+    *tokenizer_path = final_dir / (tokenizer_path->extension() == ".json" ? "tokenizer.json" : "tokenizer.model");
   auto all = stage_checkpoints(stage_dir);
   for (size_t i = 0; i + static_cast<size_t>(keep) < all.size(); ++i) fs::remove_all(all[i].second);
   return final_dir;

@@ -80,10 +80,14 @@ struct TrainState {
 };
 
 // Writes a stage checkpoint (see the layout above) and prunes all but the newest `keep`.
+// `tokenizer_path` is read, then pointed at the new checkpoint's copy: a stage resumed from one
+// of its own checkpoints reads its tokenizer from there, and the pruning deletes that directory
+// `keep` saves later (an RL run resumed with keep_checkpoints 1 failed at its next save but one,
+// 2026-11-27). The newest checkpoint is never pruned.
 std::filesystem::path save_stage_checkpoint(const std::filesystem::path& checkpoints_dir,
                                             const std::string& stage, LlamaModel& model,
                                             const ModelShape& shape,
-                                            const std::filesystem::path& tokenizer_path,
+                                            std::filesystem::path* tokenizer_path,
                                             torch::optim::Optimizer& optimizer,
                                             const TrainState& state, int64_t keep);
 

@@ -2,13 +2,16 @@
 // ran before it was factored out (written out below: a loss .item() per micro-batch, per-tensor
 // norms, the stock AdamW step): the same losses, grad norms and parameters, bit for bit, with
 // gradient accumulation, a partial loss mask and active clipping. A non-finite loss takes no
-// step. The foreach grad norm against a float64 sum of squares.
+// step. The foreach grad norm against a float64 sum of squares. Stage checkpoints keep their
+// tokenizer through the pruning when the stage was resumed from one of them.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
 #include <cmath>
 #include <stdexcept>
 
+#include "common/fs.h"
+#include "test_util.h"
 #include "trainer/pretrain_stage.h"
 #include "trainer/train_utils.h"
 
@@ -137,6 +140,34 @@ TEST(PretrainStep, GradNormAndClipAgainstFloat64) {
   EXPECT_NEAR(total_grad_norm(grads).item<double>(), 1.0, 1e-5);
   clip_grads(grads, 0.5, /*max_norm=*/1.0);  // below the limit: untouched
   EXPECT_NEAR(total_grad_norm(grads).item<double>(), 1.0, 1e-5);
+}
+
+// A stage resumed from its own checkpoint reads its tokenizer from that directory; with
+// keep_checkpoints 1 the next save prunes it, and the save after that found no tokenizer
+// ("tokenizer model '.../step_2/tokenizer.model' not found": the H100 lift run of 2026-11-27
+// lost its RL at step 4). Every save must carry the same bytes, however many saves follow.
+TEST(StageCheckpoint, AResumedStageKeepsItsTokenizerThroughThePruning) {
+  testing::ScratchDir dir;
+  const std::string bytes = "a tokenizer's bytes\n";
+  testing::write_text(dir / "pretrain/tokenizer.model", bytes);
+  auto model = make_model(preset_shape("tiny", kVocab), torch::kCPU, torch::kFloat32, 5);
+  auto opt = make_adamw(*model, OptimizerConfig{});
+  const fs::path ckpts = dir / "checkpoints";
+  fs::path tok = dir / "pretrain/tokenizer.model";
+  TrainState st;
+  st.step = 2;
+  const fs::path step2 = save_stage_checkpoint(ckpts, "rl", model, model->shape(), &tok, *opt, st, 1);
+  EXPECT_EQ(tok, step2 / "tokenizer.model");  // pointed at the copy the checkpoint carries
+  // Resumed from step_2: the policy's tokenizer is that checkpoint's.
+  tok = step2 / "tokenizer.model";
+  for (int64_t step = 3; step <= 5; ++step) {
+    st.step = step;
+    fs::path saved;
+    ASSERT_NO_THROW(saved = save_stage_checkpoint(ckpts, "rl", model, model->shape(), &tok, *opt, st, 1))
+        << "step " << step;
+    EXPECT_EQ(read_file(saved / "tokenizer.model", "tokenizer"), bytes) << "step " << step;
+    EXPECT_FALSE(fs::exists(ckpts / "rl" / ("step_" + std::to_string(step - 1)))) << "keep 1 prunes";
+  }
 }
 
 }  // namespace kernelrl::pretrain_step_test
