@@ -118,6 +118,14 @@ def sweep_headroom():
             f"mean {s3:.3f}× → {full:.3f}× over lt-auto-max")
 
 
+def lift_small():
+    d = json.loads((DATA / "lift_small_h100_2026-11-27/summary.json").read_text())
+    return (f"{d['mean_before']:.3f}× → {d['mean_after']:.3f}× ({d['lift'] * 100:+.1f} %; target +10 %: {'met' if d['lift'] >= 0.10 else 'missed'}); "
+            f"{'met' if d['mean_after'] >= 1.0 else 'missed'} the ≥ 1.0× target; ≥ 2 % faster than the sweep's best at "
+            f"{round(d['share_after_beats_sweep_2pct'] * d['shapes'])}/{d['shapes']} (copies of hgemm_small variants "
+            f"the sweep did not pick, chosen before RL); novelty {d['novelty_after'] * 100:.0f} %")
+
+
 def compile_rate():
     rows = [r for r in read_csv("compile_throughput_h100host.csv") if r["label"].startswith("after:")]
     out = []
@@ -216,6 +224,10 @@ ROWS = [
          quote="10 shapes. Mean best-of-16: **before 0.519×, after 0.505× (lift −2.6 %)**, sweep 0.825×,\n"
                "exemplar 0.473×. Share ≥ 1.0×: 0 % before and after. After beats the sweep at 0 of 10, the\n"
                "exemplar shown at 4 of 10. Novelty 0 %"),
+    dict(area="lift", metric="HGEMM RL lift on the 18 held-out shapes below 2^27: mean best-of-16 against lt-auto, before → after 16 RL steps (8.4M policy, `configs/lift-small.yaml`)",
+         value=lift_small, card=H100, date="2026-11-27", protocol=DEVICE,
+         command="`LIFT_CONFIG=configs/lift-small.yaml MAX_SHAPES=18 bash bench/gpu_rl_lift.sh B $OUT`",
+         source="docs/data/lift_small_h100_2026-11-27/summary.json"),
     dict(area="lift", metric="the bar RL is judged against: hgemm_small's whole list (132 variants) against the sweep's 3 picks per family, held-out shapes below 2^27",
          value=sweep_headroom, card="H200", date="2026-11-27", protocol=DEVICE,
          command="`bash bench/gpu_sweep_headroom.sh B $OUT`",
