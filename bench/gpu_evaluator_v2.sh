@@ -37,6 +37,12 @@ if [[ ,$phases, == *,tests,* ]]; then
 fi
 if [[ ,$phases, == *,trust,* ]]; then
   nvcc -O2 -std=c++17 -arch=sm_90 bench/bench_lt_graph.cu -lcublasLt -o /tmp/bench_lt_graph || exit 1
+  # A build folder made for something else (bench/gpu_rl_lift.sh builds only kernelrl and the
+  # worker) lacks the bench: build what this phase runs, or stop with why, before timing anything.
+  [[ -f "$build/build.ninja" ]] ||
+    { cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release > /tmp/gev2_cmake.log 2>&1 || { tail -20 /tmp/gev2_cmake.log; exit 1; }; }
+  cmake --build "$build" --target bench_timing_trust kernelrl_eval_worker kernelrl_candidate_runner \
+    > /tmp/gev2_trust_build.log 2>&1 || { grep -E "error|FAILED" /tmp/gev2_trust_build.log | head -20; exit 1; }
   # SM clock, power and temperature every 500 ms (UTC stamps; bench_timing_trust stamps each
   # shape): from ~8192^3 up the device runs at its power cap and the clock moves.
   nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,temperature.gpu --format=csv,noheader \
