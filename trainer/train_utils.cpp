@@ -222,7 +222,10 @@ fs::path save_stage_checkpoint(const fs::path& checkpoints_dir, const std::strin
   if (!tokenizer_path->empty())
     *tokenizer_path = final_dir / (tokenizer_path->extension() == ".json" ? "tokenizer.json" : "tokenizer.model");
   auto all = stage_checkpoints(stage_dir);
-  for (size_t i = 0; i + static_cast<size_t>(keep) < all.size(); ++i) fs::remove_all(all[i].second);
+  // Oldest first; the one just written stays even when a newer step exists (a run resumed from
+  // an older checkpoint), since the live tokenizer path points into it.
+  for (size_t i = 0; i + static_cast<size_t>(keep) < all.size(); ++i)
+    if (all[i].second != final_dir) fs::remove_all(all[i].second);
   return final_dir;
 }
 

@@ -83,7 +83,7 @@ struct TrainState {
 // `tokenizer_path` is read, then pointed at the new checkpoint's copy: a stage resumed from one
 // of its own checkpoints reads its tokenizer from there, and the pruning deletes that directory
 // `keep` saves later (an RL run resumed with keep_checkpoints 1 failed at its next save but one,
-// 2026-11-27). The newest checkpoint is never pruned.
+// 2026-11-27). The checkpoint just written is never pruned.
 std::filesystem::path save_stage_checkpoint(const std::filesystem::path& checkpoints_dir,
                                             const std::string& stage, LlamaModel& model,
                                             const ModelShape& shape,

@@ -168,6 +168,11 @@ TEST(StageCheckpoint, AResumedStageKeepsItsTokenizerThroughThePruning) {
     EXPECT_EQ(read_file(saved / "tokenizer.model", "tokenizer"), bytes) << "step " << step;
     EXPECT_FALSE(fs::exists(ckpts / "rl" / ("step_" + std::to_string(step - 1)))) << "keep 1 prunes";
   }
+  // Resumed from an older checkpoint while a newer step exists: the save keeps what it wrote.
+  st.step = 4;
+  const fs::path older = save_stage_checkpoint(ckpts, "rl", model, model->shape(), &tok, *opt, st, 1);
+  EXPECT_TRUE(fs::exists(older / "tokenizer.model"));
+  EXPECT_EQ(tok, older / "tokenizer.model");
 }
 
 }  // namespace kernelrl::pretrain_step_test
