@@ -383,8 +383,8 @@ void write_dir_atomically(const fs::path& dir, Fill fill) {
 
 }  // namespace
 
-void save_checkpoint(const fs::path& dir, LlamaModel& model, const ModelShape& shape,
-                     const fs::path& tokenizer_path, const json& extra) {
+std::string save_checkpoint(const fs::path& dir, LlamaModel& model, const ModelShape& shape,
+                            const fs::path& tokenizer_path, const json& extra) {
   if (!(model->shape() == shape))
     throw std::runtime_error("save_checkpoint: shape differs from the model's own shape");
   const auto tok_files = tokenizer_files(tokenizer_path);
@@ -410,6 +410,7 @@ void save_checkpoint(const fs::path& dir, LlamaModel& model, const ModelShape& s
     for (const auto& [name, bytes] : tok_files) atomic_write(tmp / name, bytes);
     atomic_write(tmp / "checkpoint.json", meta.dump(2) + "\n");
   });
+  return tok_files.empty() ? std::string() : tok_files[0].first;
 }
 
 Checkpoint load_checkpoint(const fs::path& dir, torch::Device device,

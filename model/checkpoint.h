@@ -67,9 +67,10 @@ struct Checkpoint {
 };
 
 // Saves model (its shape must equal `shape`), a copy of `tokenizer_path` (may be empty) and
-// `extra` into `dir`, replacing an existing checkpoint there.
-void save_checkpoint(const fs::path& dir, LlamaModel& model, const ModelShape& shape,
-                     const fs::path& tokenizer_path = {}, const nlohmann::json& extra = {});
+// `extra` into `dir`, replacing an existing checkpoint there. Returns the name of the tokenizer
+// file the checkpoint carries ("tokenizer.model" or "tokenizer.json"; "" without one).
+std::string save_checkpoint(const fs::path& dir, LlamaModel& model, const ModelShape& shape,
+                            const fs::path& tokenizer_path = {}, const nlohmann::json& extra = {});
 // Loads a native checkpoint onto `device` in `dtype` (default: bf16 on CUDA, fp32 on CPU;
 // LoRA adapters stay fp32).
 // A directory holding an HF checkpoint (config.json, no checkpoint.json) is imported instead.

@@ -210,7 +210,7 @@ fs::path save_stage_checkpoint(const fs::path& checkpoints_dir, const std::strin
       stage_dir / ("." + name + ".tmp." + std::to_string(::getpid()));
   fs::remove_all(staging);
   nlohmann::json extra = {{"stage", stage}, {"step", state.step}};
-  save_checkpoint(staging, model, shape, *tokenizer_path, extra);
+  const std::string tokenizer_name = save_checkpoint(staging, model, shape, *tokenizer_path, extra);
   torch::save(optimizer, (staging / "optimizer.pt").string());
   nlohmann::json ts = {{"step", state.step}, {"extra", state.extra}, {"rng", rng_state()}};
   atomic_write(staging / "trainer_state.json", ts.dump());
@@ -218,9 +218,7 @@ fs::path save_stage_checkpoint(const fs::path& checkpoints_dir, const std::strin
   fs::remove_all(final_dir);
   fs::rename(staging, final_dir);
   atomic_write(stage_dir / "latest", name + "\n");
-  // The copy save_checkpoint wrote (model/checkpoint.cpp tokenizer_files): the tokenizer's own file.
-  if (!tokenizer_path->empty())
-    *tokenizer_path = final_dir / (tokenizer_path->extension() == ".json" ? "tokenizer.json" : "tokenizer.model");
+  if (!tokenizer_name.empty()) *tokenizer_path = final_dir / tokenizer_name;  // the checkpoint's copy
   auto all = stage_checkpoints(stage_dir);
   // Oldest first; the one just written stays even when a newer step exists (a run resumed from
   // an older checkpoint), since the live tokenizer path points into it.
