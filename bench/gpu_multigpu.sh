@@ -15,7 +15,16 @@
 #   rl        hgemm_rl from that policy, RL_STEPS (3) steps: on 1 GPU (4 prompts x 8), on N GPUs
 #             at the same global batch (strong scaling) and, with WEAK=1 (default), at N times
 #             the prompts (weak scaling); steps/s and samples/s after the first step, and where
-#             a step's time goes (generate / compile / compile wait / time / update)
+#             a step's time goes (generate / compile / compile wait / time / update).
+#             RL_CONFIG (configs/quickstart.yaml) is the job the RL runs take, RL_STAGE (2) the
+#             index of its hgemm_rl stage; e.g. RL_CONFIG=configs/lift-small.yaml RL_STAGE=1 with
+#             the policy of `LIFT_CONFIG=configs/lift-small.yaml LIFT_STOP_AFTER=pretrain bash
+#             bench/gpu_rl_lift.sh` (candidates that compile in seconds, issue 23). RL_RUNS picks
+#             runs of "rl1 rlN rlNw" (all by default), so the runs can be split over calls on a
+#             warm machine; the guard and the table take every run of ROOT that has metrics.
+#             Each run has its own results store and compile cache (its run dir): a run that
+#             repeats another's samples (same seed, same rows on any number of ranks) must not
+#             find them compiled.
 # Every RL run must have measured RL: bench/rl_guard.py stops the bench (exit 1, a line per
 # step) when a measured step had no update or no compiled candidate, instead of a ratio.
 # Writes OUT_DIR/multigpu.md (the table, with the command, machine and date) and the logs.
@@ -38,6 +47,11 @@ if (( ngpu < 2 )); then echo "gpu_multigpu.sh: needs 2 GPUs, this host shows $ng
 devs=$(seq -s, 0 $((ngpu - 1)))
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
+if [[ -z "${KERNELRL_CUTLASS_INCLUDE:-}" && -f .device/cutlass-include.tgz ]]; then  # CUTLASS seeds
+  [[ -d /tmp/cutlass/include/cute ]] ||
+    { mkdir -p /tmp/cutlass && tar -C /tmp/cutlass -xzf .device/cutlass-include.tgz; }
+  export KERNELRL_CUTLASS_INCLUDE=/tmp/cutlass/include
+fi
 if [[ ! -x $build/kernelrl ]]; then
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release > "$out/cmake.log" 2>&1 &&
     cmake --build "$build" --target kernelrl kernelrl_eval_worker > "$out/build.log" 2>&1 ||
@@ -79,26 +93,37 @@ if [[ " $phases " == *" policy "* && -z ${RL_POLICY:-} && ! -d $policy ]]; then
 fi
 
 # ---- RL: hgemm_rl from the policy, 1 GPU then N (strong, weak) ---------------------------------
-runs=()
+rl_config=${RL_CONFIG:-configs/quickstart.yaml}
+rl_stage=${RL_STAGE:-2}
+variants=("rl1:1 GPU, 4 x 8:1:4" "rl${ngpu}:$ngpu GPUs, 4 x 8 (strong):$ngpu:4")
+[[ ${WEAK:-1} == 1 ]] && variants+=("rl${ngpu}w:$ngpu GPUs, $((4 * ngpu)) x 8 (weak):$ngpu:$((4 * ngpu))")
 if [[ " $phases " == *" rl "* ]]; then
   [[ -d $policy ]] || { echo "gpu_multigpu.sh: no policy checkpoint at $policy (run the policy phase or set RL_POLICY)" >&2; exit 1; }
-  rl=(configs/quickstart.yaml --stages hgemm_rl data.tokenizer=$tok trainer.stages.2.steps=$rl_steps
-      trainer.stages.2.checkpoint_every=0)
-  variants=("rl1:1 GPU, 4 x 8:1:4" "rl${ngpu}:$ngpu GPUs, 4 x 8 (strong):$ngpu:4")
-  [[ ${WEAK:-1} == 1 ]] && variants+=("rl${ngpu}w:$ngpu GPUs, $((4 * ngpu)) x 8 (weak):$ngpu:$((4 * ngpu))")
+  rl=("$rl_config" --stages hgemm_rl data.tokenizer=$tok trainer.stages.$rl_stage.steps=$rl_steps
+      trainer.stages.$rl_stage.checkpoint_every=0)
   for v in "${variants[@]}"; do
     IFS=: read -r name label n prompts <<< "$v"
+    [[ -n ${RL_RUNS:-} && " ${RL_RUNS//N/$ngpu} " != *" $name "* ]] && continue
     d=$root/$name
     # The policy's run (checkpoints/pretrain/step_N three levels up) gives config.yaml to resume.
     rm -rf $d && mkdir -p $d/checkpoints/pretrain && cp -r $policy $d/checkpoints/pretrain/ &&
       basename $policy > $d/checkpoints/pretrain/latest &&
       cp "$(dirname "$(dirname "$(dirname "$policy")")")/config.yaml" $d/config.yaml
     CUDA_VISIBLE_DEVICES=$(seq -s, 0 $((n - 1))) timeout ${RL_TIMEOUT:-900} $kr train "${rl[@]}" \
-      rollout.prompts_per_step=$prompts --nproc $n --run-dir $d --resume 2>&1 | quiet > "$out/${name}.log"
+      rollout.prompts_per_step=$prompts reward.cache_dir=$d/compile_cache --nproc $n --run-dir $d --resume \
+      2>&1 | quiet > "$out/${name}.log"
     echo "hgemm_rl $label: exit ${PIPESTATUS[0]}, $(( $(date +%s) - t_start )) s"
-    cp $d/metrics.jsonl "$out/${name}_metrics.jsonl" 2>/dev/null
-    runs+=("$name:$label")
   done
+fi
+# Every RL run of ROOT (this call's and a warm machine's earlier calls'), rl1 first.
+runs=()
+for v in "${variants[@]}"; do
+  IFS=: read -r name label n prompts <<< "$v"
+  [[ -f $root/$name/metrics.jsonl ]] || continue
+  cp $root/$name/metrics.jsonl "$out/${name}_metrics.jsonl"
+  runs+=("$name:$label")
+done
+if ((${#runs[@]})); then
   # No ratio from runs that measured nothing.
   failed=0
   for r in "${runs[@]}"; do
@@ -111,5 +136,5 @@ if [[ " $phases " == *" rl "* ]]; then
 fi
 
 for f in $root/pre*; do [[ -f $f/metrics.jsonl ]] && cp $f/metrics.jsonl "$out/$(basename $f)_metrics.jsonl"; done
-python3 "$here/multigpu_table.py" "$root" "$out/multigpu.md" "$out/gpus.txt" "${runs[@]}"
+RL_CONFIG=${rl_config} python3 "$here/multigpu_table.py" "$root" "$out/multigpu.md" "$out/gpus.txt" "${runs[@]}"
 echo "total: $(( $(date +%s) - t_start )) s"

@@ -33,7 +33,7 @@
 # MAX_SHAPES, SAMPLES, SWEEP_CSV, SWEEP_DEVICE, CATALOG_XZ, VARIANTS_CSV, FAMILY_LIST, MEASURE_SET (space-separated
 # key.path=value overrides of the run's job for `lift measure` and `lift promote`, e.g. the
 # evaluator's default timing where the config's RL stage timed coarser), and LIFT_NO_CORPUS=1 to
-# skip `data build` (a CPU dry run).
+# skip `data build` (a CPU dry run), LIFT_STOP_AFTER=pretrain to stop after phase 2.
 set -uo pipefail
 build=${1:?usage: gpu_rl_lift.sh BUILD_DIR OUT_DIR [BUDGET_S] [PREV_DIR]}
 out=${2:?usage: gpu_rl_lift.sh BUILD_DIR OUT_DIR [BUDGET_S] [PREV_DIR]}
@@ -125,6 +125,12 @@ if [[ ! -f "$run/.pretrain_done" && ! -f "$run/.rl_done" ]] && (($(left) > 30));
   stage_failed pretraining $rc && exit 1
   ((rc == 0)) && touch "$run/.pretrain_done"
   say "pretraining: $([[ -f $run/.pretrain_done ]] && echo done || echo 'to be continued')"
+fi
+
+# LIFT_STOP_AFTER=pretrain: only a pretrained policy is wanted (bench/gpu_multigpu.sh's RL_POLICY).
+if [[ "${LIFT_STOP_AFTER:-}" == pretrain ]]; then
+  [[ -f "$run/.pretrain_done" ]] && say "lift: stopped after pretraining (LIFT_STOP_AFTER)" && exit 0
+  say "lift: pretraining not done; run again"; exit 0
 fi
 
 # ---- 3. the before side of the measure ---------------------------------------------------------
