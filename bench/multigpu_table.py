@@ -52,7 +52,7 @@ def main():
         lines.append("")
     lines += ["| hgemm_rl run | steps measured | rows / step | step s (median) | steps/s | samples/s | vs 1 GPU (samples/s) "
               "| step s (mean) | samples/s (mean) | vs 1 GPU (mean) "
-              "| prompts (pool seeding) / generate / compile / compile wait / time / update s | compiled | updates |",
+              "| prompts (pool seeding) / generate / compile / compile wait / time / wait / update s | compiled | updates |",
               "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     ref_mean = None
     ref = None
@@ -66,7 +66,7 @@ def main():
         if ref is None:
             ref, ref_mean = sps, sps_mean
         split = " / ".join(f"{med([r.get(k, 0) for r in rs]):.1f}"
-                           for k in ("prompts_s", "generate_s", "compile_s", "compile_wait_s", "time_s", "update_s"))
+                           for k in ("prompts_s", "generate_s", "compile_s", "compile_wait_s", "time_s", "wait_s", "update_s"))
         lines.append(f"| {label} | {len(rs)} | {rows:.0f} | {step:.1f} | {1 / step:.4f} | {sps:.2f} | "
                      f"{sps / ref:.2f}x | {mean_step:.1f} | {sps_mean:.2f} | {sps_mean / ref_mean:.2f}x | {split} | {med([r['compiled_rate'] for r in rs]):.0%} | "
                      f"{min((r['updates'] for r in rs), default=0)} |")

@@ -81,25 +81,45 @@ namespace {
 // Seeds the empty exemplar pools of `tasks` with their evaluated seed variants. All of them
 // compile first in one parallel batch, then each task's are evaluated (loaded from the compile
 // cache): on a GPU, CUTLASS and wgmma variants compile for tens of seconds each, and one batch
-// per task left most cores idle behind each task's slowest compile.
+// per task left most cores idle behind each task's slowest compile. Data parallel: every rank
+// lists the same tasks to seed (the pools as the last barrier left them), evaluates its share
+// [n·r/W, n·(r+1)/W) of that list on its own GPU, and the results are gathered to rank 0, the
+// pools' one writer, which adds them in the single-process order (task, then seed). Rank 0 alone
+// evaluated every seed before, and a step of 8 new tasks on 2 GPUs spent 14 s there (2026-11-27).
+// The caller's barrier follows, so every rank then reads the seeded pools.
 void seed_pools(ExemplarStore& pool, Evaluator& ev, const std::vector<const TaskSpec*>& tasks, int64_t n,
                 const SeedGrid* grid) {
   if (n <= 0) return;
   std::vector<std::pair<const TaskSpec*, std::vector<std::string>>> todo;
+  std::vector<size_t> first;  // todo[k]'s first seed in the list of every seed
+  size_t seeds = 0;
   std::set<std::string> seen;
-  std::vector<std::string> all;
   for (const TaskSpec* task : tasks) {
     if (pool.size(task->name) > 0 || !seen.insert(task->name).second) continue;
     std::vector<std::string> sources = seed_sources(ev, *task, n, grid);
     if (sources.empty()) continue;
-    all.insert(all.end(), sources.begin(), sources.end());
+    first.push_back(seeds);
+    seeds += sources.size();
     todo.emplace_back(task, std::move(sources));
   }
-  if (todo.size() > 1) ev.precompile(all);
-  for (const auto& [task, sources] : todo) {
-    auto results = ev.evaluate(*task, sources);
-    for (size_t i = 0; i < results.size(); ++i)
-      if (results[i].passed()) pool.add(task->name, {results[i].hash, sources[i], results[i].reward}, 0);
+  if (todo.empty()) return;  // the same on every rank: no collective is skipped by one of them
+  const GroupRange mine = my_groups(todo.size());
+  std::vector<std::string> all;
+  for (size_t k = mine.lo; k < mine.hi; ++k)
+    all.insert(all.end(), todo[k].second.begin(), todo[k].second.end());
+  if (mine.hi - mine.lo > 1) ev.precompile(all);
+  std::vector<std::pair<size_t, EvalResult>> own;
+  for (size_t k = mine.lo; k < mine.hi; ++k) {
+    auto results = ev.evaluate(*todo[k].first, todo[k].second);
+    for (size_t i = 0; i < results.size(); ++i) own.emplace_back(first[k] + i, std::move(results[i]));
+  }
+  std::vector<std::pair<size_t, EvalResult>> every = gather_results(own);
+  if (!dist::is_main()) return;
+  std::sort(every.begin(), every.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (const auto& [index, result] : every) {
+    if (!result.passed()) continue;
+    const size_t k = static_cast<size_t>(std::upper_bound(first.begin(), first.end(), index) - first.begin()) - 1;
+    pool.add(todo[k].first->name, {result.hash, todo[k].second[index - first[k]], result.reward}, 0);
   }
 }
 
@@ -222,12 +242,12 @@ class RlStage final : public StageStep {
       return sample_exemplars(fitting, ro_.n_exemplars, ro_.n_buckets, ro_.exemplar_temperature, erng);
     });
   }
-  // Seeds the tasks' exemplar pools (rank 0 is the pools' one writer; every rank waits), then one
-  // prompt group per task, its exemplars chosen by `choose(j, fitting)` from the entries of its
-  // pool (as of `step`) that fit its prompt.
+  // Seeds the tasks' exemplar pools (each rank evaluates its share; rank 0 is the pools' one
+  // writer; every rank waits), then one prompt group per task, its exemplars chosen by
+  // `choose(j, fitting)` from the entries of its pool (as of `step`) that fit its prompt.
   template <class Choose>
   std::vector<PromptGroup> prompt_groups(const std::vector<const TaskSpec*>& tasks, int64_t step, Choose choose) {
-    if (dist::is_main()) seed_pools(*exemplars_, *evaluator_, tasks, ro_.seed_exemplars, seed_grid_.get());
+    seed_pools(*exemplars_, *evaluator_, tasks, ro_.seed_exemplars, seed_grid_.get());
     if (dist::group()) dist::group()->barrier();
     std::vector<PromptGroup> groups;
     for (size_t j = 0; j < tasks.size(); ++j) {

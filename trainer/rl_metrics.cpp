@@ -89,6 +89,7 @@ nlohmann::json time_metrics(const StepTimes& t, int64_t overlap) {
           {"compile_s", t.compile},
           {"compile_wait_s", t.compile_wait},
           {"time_s", t.time},
+          {"wait_s", t.wait},
           {"evaluate_s", t.compile + t.time},
           {"overlap", overlap},
           {"update_s", t.update},

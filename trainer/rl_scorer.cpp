@@ -67,7 +67,9 @@ void RlScorer::finish(StepBatch& batch, Plan plan, int64_t exemplar_step, bool r
     for (size_t i = 0; i < batch.rollouts.size(); ++i)
       if (out[i].parsed && mine.contains(batch.rollouts[i].group))
         own.emplace_back(i, out[i].result);
+    const auto gathered = Clock::now();
     for (auto& [i, r] : gather_results(own)) out[i].result = std::move(r);
+    batch.times.wait += since(gathered);
   }
   for (size_t i = 0; i < batch.rollouts.size(); ++i) {
     Scored& s = out[i];

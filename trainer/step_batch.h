@@ -27,6 +27,8 @@ struct Scored {
 // step still waited for it after generating; wall is the step's wall-clock time.
 struct StepTimes {
   double prompts = 0, generate = 0, compile = 0, compile_wait = 0, time = 0, update = 0, wall = 0;
+  double wait = 0;     // data parallel: this rank waiting in the results' gather for the others'
+                       // timing (its own timing is `time`)
   int64_t tokens = 0;  // tokens generated within this step's wall time (the next step's too)
 };
 
@@ -48,6 +50,7 @@ struct StepBatch {
     times.generate += more.times.generate;
     times.compile += more.times.compile;
     times.time += more.times.time;
+    times.wait += more.times.wait;
   }
 };
 
