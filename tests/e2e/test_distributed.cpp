@@ -16,6 +16,7 @@
 
 #include "common/fs.h"
 #include "common/metrics.h"
+#include "process_test_util.h"
 #include "run_test_util.h"
 #include "test_util.h"
 
@@ -39,59 +40,8 @@ using testing::stage_records;
 
 using testing::count_lines;
 
-// A command started in the background (its own process group), output in `log`.
-struct Background {
-  pid_t pid = -1;
-  fs::path log, rc;
-  Background(const std::string& cmd, const fs::path& dir, const std::string& name)
-      : log(dir / (name + ".log")), rc(dir / (name + ".rc")) {
-    pid = ::fork();
-    if (pid == 0) {
-      ::setpgid(0, 0);
-      const std::string sh = cmd + " > " + log.string() + " 2>&1; echo $? > " + rc.string() +
-                             ".tmp && mv " + rc.string() + ".tmp " + rc.string();
-      ::execl("/bin/sh", "sh", "-c", sh.c_str(), static_cast<char*>(nullptr));
-      std::_Exit(127);
-    }
-  }
-  // Waits up to `seconds` for the command to end; returns its exit code, or -1 on timeout.
-  int wait(double seconds) {
-    const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-    while (std::chrono::steady_clock::now() < until) {
-      if (fs::exists(rc)) {
-        ::waitpid(pid, nullptr, 0);
-        pid = -1;
-        return std::stoi(read_text(rc));
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    return -1;
-  }
-  ~Background() {
-    if (pid > 0) {
-      ::kill(-pid, SIGKILL);
-      ::waitpid(pid, nullptr, 0);
-    }
-  }
-};
-
-// The pid of the kernelrl process whose environment has RANK=<rank> and the run dir on its
-// command line, or -1.
-pid_t find_rank(const fs::path& run_dir, int rank) {
-  for (const auto& e : fs::directory_iterator("/proc")) {
-    const std::string name = e.path().filename();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::string cmdline = read_text(e.path() / "cmdline"), env = read_text(e.path() / "environ");
-    for (auto& c : cmdline) c = c ? c : ' ';
-    if (cmdline.find(run_dir.string()) == std::string::npos ||
-        cmdline.find("kernelrl train") == std::string::npos)
-      continue;
-    if (("\0" + env + '\0').find(std::string("\0RANK=", 6) + std::to_string(rank) + '\0') !=
-        std::string::npos)
-      return static_cast<pid_t>(std::stoi(name));
-  }
-  return -1;
-}
+using testing::Background;
+using testing::find_rank;
 
 class Distributed : public ::testing::Test {
  protected:
@@ -294,18 +244,7 @@ TEST_F(Distributed, TorchrunTwoRanksPretrainLikeOneProcessAndResumeAtEitherWorld
 const std::string kLongRun =
     "trainer.stages.0.steps=40 trainer.stages.0.checkpoint_every=5 trainer.stages.0.eval_every=0";
 
-// Waits until the run has logged `steps` records; false on timeout.
-bool wait_for_steps(const fs::path& run, size_t steps, double seconds) {
-  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-  while (std::chrono::steady_clock::now() < until) {
-    try {
-      if (stage_records(run, "pretrain").size() >= steps) return true;
-    } catch (const std::exception&) {
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  }
-  return false;
-}
+using testing::wait_for_steps;
 
 TEST_F(Distributed, KilledRankEndsTheNprocJobWithinAMinuteAndResumeCompletesIt) {
   const fs::path run = *dir_ / "killed";
