@@ -254,8 +254,17 @@ TrainState load_train_state(const fs::path& dir, torch::optim::Optimizer& optimi
     throw UserError("checkpoint '" + dir.string() + "': trainer_state.json is corrupted (" +
                     e.what() + ")");
   }
+  // The state goes to its parameters' device: a checkpoint is written by rank 0 (cuda:0), and
+  // rank 1 of a resumed NCCL job, whose parameters are on cuda:1, failed in its first AdamW step
+  // when the state came back on the device it was saved from (H200 x2, 2026-11-27).
+  std::optional<torch::Device> device;
+  for (const auto& group : optimizer.param_groups())
+    if (!group.params().empty()) {
+      device = group.params().front().device();
+      break;
+    }
   try {
-    torch::load(optimizer, (dir / "optimizer.pt").string());
+    torch::load(optimizer, (dir / "optimizer.pt").string(), device);
   } catch (const c10::Error& e) {
     throw UserError("checkpoint '" + dir.string() + "': optimizer.pt cannot be loaded");
   }
