@@ -126,6 +126,19 @@ def lift_small():
             f"the sweep did not pick, chosen before RL); novelty {d['novelty_after'] * 100:.0f} %")
 
 
+def rl_scaling(run="rl_scaling_h200x2_2026-11-27/run1_before_sharded_seeding"):
+    def samples_per_s(name):  # bench/multigpu_table.py's: median rows / median step after step 1
+        recs = [json.loads(x) for x in (DATA / run / f"{name}_metrics.jsonl").read_text().splitlines() if x.strip()]
+        recs = [r for r in recs if r.get("stage") == "hgemm_rl"][1:]
+        return (statistics.median(r["candidates"] for r in recs) / statistics.median(r["step_s"] for r in recs),
+                len(recs))
+    one, n1 = samples_per_s("rl1")
+    strong, n2 = samples_per_s("rl2")
+    weak, n2w = samples_per_s("rl2w")
+    return (f"weak (8 × 8 a step) {weak / one:.2f}× (target ≥ 1.8×), strong (4 × 8) {strong / one:.2f}× "
+            f"(target ≥ 1.5×): missed; {one:.2f} samples/s on 1 GPU ({n1}, {n2}, {n2w} measured steps)")
+
+
 def compile_rate():
     rows = [r for r in read_csv("compile_throughput_h100host.csv") if r["label"].startswith("after:")]
     out = []
@@ -141,11 +154,11 @@ def compile_rate():
 #  source: a docs/data file or a docs/history file, quote for history sources)
 ROWS = [
     dict(area="timing", metric="evaluator's cuBLASLt-autotuned time against a standalone graph timer (no shared code), 64³–16384³",
-         value=trust_agree, card=H100, date="2026-11-27", protocol=DEVICE,
-         command="`bash bench/gpu_integrity.sh B $OUT trust`", source="docs/data/trust_h100_2026-11-27.csv"),
+         value=lambda: trust_agree("trust_h100_2026-11-27b.csv"), card=H100, date="2026-11-27", protocol=DEVICE,
+         command="`bash bench/gpu_integrity.sh B $OUT trust`", source="docs/data/trust_h100_2026-11-27b.csv"),
     dict(area="timing", metric="the same kernel evaluated twice",
-         value=trust_repeat, card=H100, date="2026-11-27", protocol=DEVICE,
-         command="`bash bench/gpu_integrity.sh B $OUT trust`", source="docs/data/trust_h100_2026-11-27.csv"),
+         value=lambda: trust_repeat("trust_h100_2026-11-27b.csv"), card=H100, date="2026-11-27", protocol=DEVICE,
+         command="`bash bench/gpu_integrity.sh B $OUT trust`", source="docs/data/trust_h100_2026-11-27b.csv"),
     dict(area="timing", metric="evaluator's cuBLASLt-autotuned time against a standalone graph timer (no shared code), 64³–16384³",
          value=lambda: trust_agree("trust_h200_2026-11-27.csv"), card="H200", date="2026-11-27", protocol=DEVICE,
          command="`bash bench/gpu_integrity.sh B $OUT trust`", source="docs/data/trust_h200_2026-11-27.csv"),
@@ -242,6 +255,10 @@ ROWS = [
     dict(area="compile", metric="candidates compiled per minute, 16-CPU host",
          value=compile_rate, card="H100 host (16 CPUs)", date="2026-11-26", protocol="wall time",
          command="`bash bench/gpu_compile.sh`", source="docs/data/compile_throughput_h100host.csv"),
+    dict(area="pretrain", metric="HGEMM RL samples/s on 2 GPUs against 1 (`configs/lift-small.yaml`'s RL stage from its 8.4M pretrained policy, median step after the first)",
+         value=rl_scaling, card="2 × H200", date="2026-11-27", protocol="wall time (32 cores)",
+         command="`RL_CONFIG=configs/lift-small.yaml RL_STAGE=1 bash bench/gpu_multigpu.sh`",
+         source="docs/data/rl_scaling_h200x2_2026-11-27/run1_before_sharded_seeding/multigpu.md"),
     dict(area="pretrain", metric="pretraining step, preset `base` (114M), 32 × 2048 tokens",
          value="264,713 tokens/s, MFU 21.4 %, 1.15× HF eager", card=H100, date="2026-11-22",
          protocol="wall time, 20 steps", command="`bash bench/bench_pretrain.sh`",
