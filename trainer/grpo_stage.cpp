@@ -90,6 +90,11 @@ namespace {
 void seed_pools(ExemplarStore& pool, Evaluator& ev, const std::vector<const TaskSpec*>& tasks, int64_t n,
                 const SeedGrid* grid) {
   if (n <= 0) return;
+  // Every rank must list the same tasks: rank 0 may still be adding the last scoring's passing
+  // candidates to the pools (after that scoring's gather, with no collective since, as between
+  // DAPO's resampling rounds), and a task whose pool is empty on one rank and not on another
+  // would make the lists, and the collective below, differ.
+  if (dist::group()) dist::group()->barrier();
   std::vector<std::pair<const TaskSpec*, std::vector<std::string>>> todo;
   std::vector<size_t> first;  // todo[k]'s first seed in the list of every seed
   size_t seeds = 0;
