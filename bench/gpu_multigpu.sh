@@ -17,9 +17,10 @@
 #             the prompts (weak scaling); steps/s and samples/s after the first step, and where
 #             a step's time goes (generate / compile / compile wait / time / update).
 #             RL_CONFIG (configs/quickstart.yaml) is the job the RL runs take, RL_STAGE (2) the
-#             index of its hgemm_rl stage; e.g. RL_CONFIG=configs/lift-small.yaml RL_STAGE=1 with
-#             the policy of `LIFT_CONFIG=configs/lift-small.yaml LIFT_STOP_AFTER=pretrain bash
-#             bench/gpu_rl_lift.sh` (candidates that compile in seconds, issue 23). RL_RUNS picks
+#             index of its hgemm_rl stage; e.g. RL_CONFIG=configs/lift-small.yaml RL_STAGE=1
+#             (candidates that compile in seconds, issue 23), whose policy phase is
+#             `LIFT_CONFIG=$RL_CONFIG LIFT_STOP_AFTER=pretrain bash bench/gpu_rl_lift.sh` (the
+#             tokenizer: the checkpoint's) unless RL_POLICY names one. RL_RUNS picks
 #             runs of "rl1 rlN rlNw" (all by default), so the runs can be split over calls on a
 #             warm machine; the guard and the table take every run of ROOT that has metrics.
 #             Each run has its own results store and compile cache (its run dir): a run that
@@ -69,12 +70,21 @@ pre=(configs/quickstart.yaml --stages pretrain trainer.stages.0.steps=40 trainer
      trainer.stages.0.eval_every=0 trainer.stages.0.checkpoint_every=40)
 quiet() { grep -v "^  \|trainer_interface\|unigram\|bpe_model\|^}\|^trainer_spec\|^normalizer\|^denormalizer\|sentencepiece_trainer"; }
 
-# The tokenizer once (part of the first run's data phase, not of its steps' times).
-tok=${RL_TOKENIZER:-$root/tok/tokenizer.model}
-if [[ ! -s $tok ]]; then
-  timeout 300 $kr train "${pre[@]}" trainer.stages.0.steps=1 --run-dir $root/tok --overwrite 2>&1 | quiet > "$out/tokenizer.log"
+rl_config=${RL_CONFIG:-configs/quickstart.yaml}
+rl_stage=${RL_STAGE:-2}
+quickstart_rl=0
+[[ $rl_config == configs/quickstart.yaml ]] && quickstart_rl=1
+
+# The quickstart's tokenizer once (part of the first run's data phase, not of its steps' times):
+# pretraining's, and the RL runs' when they take the quickstart's job.
+tok=$root/tok/tokenizer.model
+((quickstart_rl)) && tok=${RL_TOKENIZER:-$tok}
+if [[ " $phases " == *" pretrain "* ]] || ((quickstart_rl)); then
+  if [[ ! -s $tok ]]; then
+    timeout 300 $kr train "${pre[@]}" trainer.stages.0.steps=1 --run-dir $root/tok --overwrite 2>&1 | quiet > "$out/tokenizer.log"
+  fi
+  [[ -s $tok ]] || { echo "no tokenizer"; tail -20 "$out/tokenizer.log"; exit 1; }
 fi
-[[ -s $tok ]] || { echo "no tokenizer"; tail -20 "$out/tokenizer.log"; exit 1; }
 
 # ---- pretraining: 1 GPU, then N ---------------------------------------------------------------
 if [[ " $phases " == *" pretrain "* ]]; then
@@ -85,16 +95,29 @@ if [[ " $phases " == *" pretrain "* ]]; then
 fi
 
 # ---- a policy whose candidates compile ----------------------------------------------------------
-policy=${RL_POLICY:-$root/policy/checkpoints/pretrain/step_2000}
-if [[ " $phases " == *" policy "* && -z ${RL_POLICY:-} && ! -d $policy ]]; then
-  CUDA_VISIBLE_DEVICES=0 timeout 420 $kr train configs/quickstart.yaml --stages pretrain data.tokenizer=$tok \
-    trainer.stages.0.eval_every=0 --run-dir $root/policy --overwrite 2>&1 | quiet > "$out/policy.log"
-  echo "policy (quickstart pretraining, 1 GPU): exit ${PIPESTATUS[0]}, $(( $(date +%s) - t_start )) s"
+if ((quickstart_rl)); then
+  policy=${RL_POLICY:-$root/policy/checkpoints/pretrain/step_2000}
+  if [[ " $phases " == *" policy "* && -z ${RL_POLICY:-} && ! -d $policy ]]; then
+    CUDA_VISIBLE_DEVICES=0 timeout 420 $kr train configs/quickstart.yaml --stages pretrain data.tokenizer=$tok \
+      trainer.stages.0.eval_every=0 --run-dir $root/policy --overwrite 2>&1 | quiet > "$out/policy.log"
+    echo "policy (quickstart pretraining, 1 GPU): exit ${PIPESTATUS[0]}, $(( $(date +%s) - t_start )) s"
+  fi
+else
+  # Another job's policy is its own pretraining (a lift config: the speed-annotated data first),
+  # by bench/gpu_rl_lift.sh into runs/lift; a budget it does not finish in ends the call, and the
+  # next call on the warm machine goes on from its checkpoint.
+  if [[ " $phases " == *" policy "* && -z ${RL_POLICY:-} && ! -f runs/lift/.pretrain_done ]]; then
+    LIFT_CONFIG=$rl_config LIFT_STOP_AFTER=pretrain bash "$here/gpu_rl_lift.sh" "$build" "$out/policy" \
+      "${POLICY_BUDGET_S:-540}" | tail -3
+    [[ -f runs/lift/.pretrain_done ]] ||
+      { echo "gpu_multigpu.sh: the policy's pretraining is not done; run again (PHASES may drop pretrain)" >&2; exit 1; }
+    echo "policy ($rl_config pretraining, 1 GPU): $(( $(date +%s) - t_start )) s"
+  fi
+  policy=${RL_POLICY:-runs/lift/checkpoints/pretrain/$(cat runs/lift/checkpoints/pretrain/latest 2>/dev/null)}
+  tok=${RL_TOKENIZER:-$policy/tokenizer.model}  # the checkpoint carries its tokenizer
 fi
 
 # ---- RL: hgemm_rl from the policy, 1 GPU then N (strong, weak) ---------------------------------
-rl_config=${RL_CONFIG:-configs/quickstart.yaml}
-rl_stage=${RL_STAGE:-2}
 variants=("rl1:1 GPU, 4 x 8:1:4" "rl${ngpu}:$ngpu GPUs, 4 x 8 (strong):$ngpu:4")
 [[ ${WEAK:-1} == 1 ]] && variants+=("rl${ngpu}w:$ngpu GPUs, $((4 * ngpu)) x 8 (weak):$ngpu:$((4 * ngpu))")
 if [[ " $phases " == *" rl "* ]]; then

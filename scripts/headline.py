@@ -257,7 +257,7 @@ ROWS = [
          command="`bash bench/gpu_compile.sh`", source="docs/data/compile_throughput_h100host.csv"),
     dict(area="pretrain", metric="HGEMM RL samples/s on 2 GPUs against 1 (`configs/lift-small.yaml`'s RL stage from its 8.4M pretrained policy, median step after the first)",
          value=rl_scaling, card="2 × H200", date="2026-11-27", protocol="wall time (32 cores)",
-         command="`RL_CONFIG=configs/lift-small.yaml RL_STAGE=1 bash bench/gpu_multigpu.sh`",
+         command="`RL_CONFIG=configs/lift-small.yaml RL_STAGE=1 PHASES=\"policy rl\" bash bench/gpu_multigpu.sh`",
          source="docs/data/rl_scaling_h200x2_2026-11-27/run1_before_sharded_seeding/multigpu.md"),
     dict(area="pretrain", metric="pretraining step, preset `base` (114M), 32 × 2048 tokens",
          value="264,713 tokens/s, MFU 21.4 %, 1.15× HF eager", card=H100, date="2026-11-22",
