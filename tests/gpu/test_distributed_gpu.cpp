@@ -12,11 +12,7 @@
 #include <cmath>
 #include <cstdio>
 
-#ifdef KERNELRL_HAVE_CUDA
-#include <cuda_runtime.h>
-#endif
-
-#include "gpu_test_util.h"
+#include "model/device.h"
 #include "process_test_util.h"
 #include "run_test_util.h"
 #include "test_util.h"
@@ -35,21 +31,12 @@ using testing::ScratchDir;
 using testing::stage_records;
 using testing::wait_for_steps;
 
-int cuda_devices() {
-#ifdef KERNELRL_HAVE_CUDA
-  int n = 0;
-  return cudaGetDeviceCount(&n) == cudaSuccess ? n : 0;
-#else
-  return 0;
-#endif
-}
-
 // Long enough on a GPU that rank 1 dies mid-run (a tiny model's step takes milliseconds there):
 // 3,000 steps, a checkpoint every 250.
 constexpr size_t kSteps = 3000;
 
 TEST(DistributedGpu, KilledNcclRankEndsTheJobAndTheRunResumesAtEitherWorldSize) {
-  const int n = cuda_devices();
+  const int n = cuda_device_count();
   if (n < 2) GTEST_SKIP() << "needs 2 CUDA devices, " << n << " visible";
   ScratchDir dir;
   auto synth = run_command("cd " + kSrc + " && " + kBin + " data synth --families all --n 120 --out " +
