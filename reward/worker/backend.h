@@ -90,6 +90,12 @@ class Backend {
   // cold L2, median of 7 replays (0 where unsupported).
   virtual double probe_us() { return 0; }
 
+  // CUDA_VISIBLE_DEVICES for a child process that should see this backend's GPU alone, as its
+  // device 0 (its UUID, "GPU-..."); empty where children keep this process's view (the host
+  // backend, MIG). A process's CUDA start-up grows with the GPUs it sees, and the candidate
+  // runner starts once per candidate (bench/gpu_context_init.sh).
+  virtual std::string child_visible_devices() const { return ""; }
+
   // Describes the device for the ready message.
   struct Info {
     std::string backend, device, driver, arch;

@@ -10,8 +10,11 @@
 #include <atomic>
 #include <memory>
 #include <cctype>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <map>
+#include <string>
 #include <thread>
 #include <unistd.h>
 
@@ -101,6 +104,18 @@ class GpuBackend final : public Backend {
   }
   bool gpu() const override { return true; }
   int device_index() const override { return device_; }
+  std::string child_visible_devices() const override {
+    const char* inherited = std::getenv("CUDA_VISIBLE_DEVICES");
+    if (inherited && std::strstr(inherited, "MIG")) return "";  // a MIG instance: keep the view
+    cudaDeviceProp p{};
+    if (cudaGetDeviceProperties(&p, device_) != cudaSuccess) return "";
+    const auto* u = reinterpret_cast<const unsigned char*>(p.uuid.bytes);
+    char id[64];
+    std::snprintf(id, sizeof id, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+                  u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13],
+                  u[14], u[15]);
+    return id;
+  }
   void* stream() override { return stream_; }
 
   void sync_device() override {

@@ -196,8 +196,11 @@ void Runner::stop() {
 
 void Runner::spawn() {
   stop();
+  const bool own_gpu = o_.backend == "gpu" && !o_.visible_devices.empty();
   std::vector<std::string> cmd = {find_runner_binary(), "--backend", o_.backend, "--device",
-                                  std::to_string(o_.device), "--sandbox", o_.sandbox};
+                                  std::to_string(own_gpu ? 0 : o_.device), "--sandbox", o_.sandbox};
+  std::vector<std::string> env;
+  if (own_gpu) env.push_back("CUDA_VISIBLE_DEVICES=" + o_.visible_devices);
   if (o_.sandbox != "off") {
     std::error_code ec;
     fs::remove_all(o_.scratch, ec);
@@ -212,7 +215,7 @@ void Runner::spawn() {
                            "--arena-bytes", std::to_string(o_.arena->bytes())});
   }
   fs::create_directories(o_.log_path.parent_path());
-  proc_.start(cmd, o_.log_path.string(), {}, pass_fd);
+  proc_.start(cmd, o_.log_path.string(), env, pass_fd);
   std::string line;
   if (proc_.read_line(line, 120) != ChildProcess::ReadStatus::line) {
     const int status = proc_.kill_and_reap();

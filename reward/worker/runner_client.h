@@ -61,6 +61,9 @@ class ArenaScope {
 struct RunnerOptions {
   std::string backend = "gpu";  // gpu | host
   int device = 0;
+  // Non-empty: the runner's CUDA_VISIBLE_DEVICES (the worker's GPU alone), and it runs on its
+  // device 0 (Backend::child_visible_devices).
+  std::string visible_devices;
   std::string sandbox = "auto";           // reward.sandbox
   std::filesystem::path scratch;          // the runner's one writable directory, fresh per start
   std::filesystem::path log_path;         // the runner's stderr

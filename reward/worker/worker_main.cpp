@@ -113,6 +113,7 @@ int main(int argc, char** argv) {
   RunnerOptions runner;
   runner.backend = backend->gpu() ? "gpu" : "host";
   runner.device = device;
+  runner.visible_devices = backend->child_visible_devices();
   runner.sandbox = sandbox_mode;
   runner.scratch = scratch.empty() ? std::filesystem::temp_directory_path() /
                                          ("kernelrl-runner-" + std::to_string(getpid()))

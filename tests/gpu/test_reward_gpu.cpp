@@ -6,7 +6,8 @@
 // now that each call is captured once) and the worker recovers; the reward-integrity classes
 // (a forged result line, work batched or deferred across calls, persisting-L2 state) get named
 // verdicts; a CuTe-based candidate compiles with the CUTLASS headers and passes; the same kernel
-// timed twice agrees within 2% at the median; the SM clock measured around replays matches a
+// timed twice agrees within 2% at the median; a candidate's host code sees its worker's GPU
+// alone; the SM clock measured around replays matches a
 // kernel of known cycle count; under the OS sandbox (on by default) candidates
 // that write a file, open a socket or fork are sandbox_violation and write nothing, while the
 // reference kernels pass. Skips where no GPU is visible.
@@ -172,6 +173,24 @@ TEST(RewardGpu, WorkerEvaluationsDoNotDriftAtSmallShapes) {
     EXPECT_LT(std::fabs(c6 - c1) / c1, 0.03);
     EXPECT_LT(std::fabs(l6 - l1) / l1, 0.03);
   }
+}
+
+// The candidate runner sees its worker's GPU alone, as device 0 (its CUDA start-up, once per
+// candidate, grows with the GPUs a process sees: bench/gpu_context_init.sh). The worker runs on
+// the last GPU, so on a host of several the fixture's host code would otherwise see them all and
+// a device other than 0, and leave C unwritten (wrong_answer). On one GPU it passes either way.
+TEST(RewardGpu, TheCandidateSeesItsWorkersGpuAlone) {
+  REQUIRE_CUDA();
+  int gpus = 1;
+#ifdef KERNELRL_HAVE_CUDA
+  ASSERT_EQ(cudaGetDeviceCount(&gpus), cudaSuccess);
+#endif
+  testing::ScratchDir dir;
+  Evaluator ev(gpu_config(dir), dir / "results.sqlite", gpus - 1);
+  const EvalResult r = ev.evaluate_one(hgemm_task(128, 256, 64, "nn"), fixture("gpu_sees_one_gpu.cu"));
+  print("own gpu", r);
+  std::printf("OWN_GPU: worker on device %d of %d\n", gpus - 1, gpus);
+  EXPECT_EQ(r.status, EvalStatus::ok) << r.check << ": " << r.reason << "\n" << r.compile_log;
 }
 
 TEST(RewardGpu, SameKernelTimedTwiceAgreesWithin2Percent) {
