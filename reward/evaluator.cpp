@@ -13,6 +13,7 @@
 #include <random>
 #include <set>
 #include <sstream>
+#include <future>
 #include <thread>
 
 #include "common/error.h"
@@ -294,6 +295,7 @@ struct Evaluator::Impl {
                                                 const std::vector<std::string>& sources,
                                                 const std::vector<size_t>& screened,
                                                 std::vector<EvalResult>& out);
+  void prewarm(size_t w, size_t candidates);
   void run_candidate(size_t w, const TaskSpec& task, const BaselinePlan& plan, const fs::path& so,
                      EvalResult& r, InterleavedTimes& interleaved);
   MergedBaselines merge_baselines(const TaskSpec& task, BaselinePlan& plan,
@@ -350,8 +352,13 @@ EvalResult Evaluator::evaluate_one(const TaskSpec& task, const std::string& sour
 
 int Evaluator::precompile(const std::vector<std::string>& sources) {
   impl_->ensure_ready();
+  // The workers start the runners these candidates will take while the pool compiles them.
+  std::vector<std::future<void>> spares;
+  for (size_t w = 0; w < impl_->workers.size(); ++w)
+    spares.push_back(std::async(std::launch::async, [this, w, n = sources.size()] { impl_->prewarm(w, n); }));
   int ok = 0;
   for (const auto& c : impl_->pool->compile_all(sources)) ok += c.ok;
+  for (auto& f : spares) f.get();
   return ok;
 }
 
@@ -481,6 +488,20 @@ BaselinePlan Evaluator::Impl::plan_baselines(const TaskSpec& task, const TaskKin
   return p;
 }
 
+// Spare runners on worker `w` for its share of `candidates` (reward.spare_runners at most,
+// counting those it has): a runner's start, its CUDA context, happens here, while the pool
+// compiles, instead of before each candidate. No worker times during it. A worker that fails
+// here is restarted by its next request, as after any failure.
+void Evaluator::Impl::prewarm(size_t w, size_t candidates) {
+  if (cfg.spare_runners <= 0 || candidates == 0 || w >= workers.size()) return;
+  const size_t share = (candidates + workers.size() - 1) / workers.size();
+  const size_t count = std::min<size_t>(share, static_cast<size_t>(cfg.spare_runners));
+  const nlohmann::json res = workers[w]->evaluate({{"op", "prewarm"}, {"count", count}});
+  if (res.value("status", "") != "ok")
+    KRL_LOG(debug) << "reward: spare runners on worker " << w << ": " << res.value("status", "")
+                   << " (" << res.value("reason", "") << ")";
+}
+
 // 3. Compile in the pool while the workers (one thread each) take compiled candidates from a
 //    queue; a worker's timing stops the pool's compilers (quiet windows). Returns each
 //    candidate's baselines as timed beside it.
@@ -512,6 +533,7 @@ std::vector<InterleavedTimes> Evaluator::Impl::compile_and_run(const TaskSpec& t
     }
   };
   auto work = [&](size_t w) {
+    prewarm(w, to_compile.size());  // while the pool compiles (none left from precompile)
     for (;;) {
       size_t i;
       fs::path so;

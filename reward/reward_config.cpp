@@ -96,6 +96,8 @@ const std::map<std::string, std::string>& fingerprint_exempt_fields() {
       {"include_dirs", "compile inputs: in the source hash of every compiled candidate"},
       {"compile_jobs", "how many compilers run at once"},
       {"workers", "how many GPUs evaluate at once; each result is one worker's"},
+      {"spare_runners", "when a candidate's runner starts, not what it runs: each is fresh and holds no "
+                        "candidate until one is loaded"},
       {"refresh_baselines", "when stored baselines are re-measured, not what a measurement is"},
       {"ncu", "adds profiler metrics to a passing result; changes no verdict, time or reward"},
   };

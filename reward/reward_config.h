@@ -74,6 +74,11 @@ struct RewardConfig {
   // $KERNELRL_CUTLASS_INCLUDE) when found.
   std::vector<std::string> include_dirs = {"auto"};
   int64_t workers = 1;              // worker processes (one per GPU, GPUs 0..workers-1)
+  // Candidate runners each worker starts while a batch compiles (Harness::prepare_spares), at
+  // most this many: a runner's start, its CUDA context (~0.26 s on an H200, serialized across a
+  // host's processes: bench/gpu_context_init.sh), then leaves the path from one candidate to the
+  // next. Each spare holds a CUDA context on its GPU until a candidate takes it. 0: none.
+  int64_t spare_runners = 16;
   // OS sandbox for candidate code in the worker (reward/worker/sandbox.h: landlock + seccomp):
   // no new processes, no sockets, no writes outside a per-worker scratch directory; a breach is
   // the verdict sandbox_violation. auto: what the kernel offers (the evaluator logs
@@ -138,6 +143,8 @@ struct RewardConfig {
     v.field("cache_dir", cache_dir, "compile cache dir; empty = ~/.cache/kernelrl");
     v.field("include_dirs", include_dirs, "extra -I dirs for candidates; auto = CUTLASS headers");
     v.field("workers", workers, "worker processes, one per GPU", cfg::in_closed(1, 64));
+    v.field("spare_runners", spare_runners, "candidate runners started while a batch compiles, per worker",
+            cfg::in_closed(0, 256));
     v.field("sandbox", sandbox, "OS sandbox for candidates: auto | on | off", {"auto", "on", "off"});
     v.field("ncu", ncu, "collect ncu metrics for passing candidates");
     v.field("sanitizer", sanitizer, "compute-sanitizer memcheck for passing candidates");

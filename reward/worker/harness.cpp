@@ -4,6 +4,7 @@
 #include <ATen/Context.h>
 
 #include <algorithm>
+#include <deque>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -148,6 +149,10 @@ struct Harness::Impl {
   at::Device dev;
   HgemmBaselines baselines;
   RunnerOptions runner_opts;
+  // Spare runners (prepare_spares): started and ready, no candidate loaded, each with its own
+  // scratch directory and log; a candidate takes the oldest (take_runner).
+  std::deque<std::unique_ptr<Runner>> spares;
+  uint64_t runner_seq = 0;
   std::unique_ptr<HostArena> arena;  // host backend: where candidate-visible buffers live
   Guarded workspace;
   std::mt19937_64 rng{0x5eed};
@@ -453,8 +458,9 @@ struct Harness::Impl {
     // A fresh runner holds the candidate's host code (its static initializers run now); here only
     // the work it enqueues runs (GPU), or the calls it makes on the arena (host).
     const auto runner_t0 = std::chrono::steady_clock::now();
-    Runner runner(runner_opts);
-    Candidate cand(be, runner, so, o.call_timeout_s);
+    bool spare = false;
+    std::unique_ptr<Runner> runner = take_runner(spare);
+    Candidate cand(be, *runner, so, o.call_timeout_s);
     const double runner_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - runner_t0).count();
     tick("loaded");
     probe("kind made");
@@ -469,6 +475,7 @@ struct Harness::Impl {
 
     TimedCalls calls = input_sets(cand, *kind, o, metrics);
     metrics["runner_start_s"] = runner_s;  // a fresh runner's start and the candidate's load
+    metrics["runner_spare"] = spare;       // the runner was started before this evaluation
     probe("timing sets");
 
     tick("quiet:begin");  // the evaluator holds compile jobs while this worker times and verifies
@@ -483,6 +490,58 @@ struct Harness::Impl {
     probe("post-timing check");
     if (auto p = take_probes(); !p.empty()) metrics["probes"] = p;
     return passed_result(*kind, o, checks.trials, std::max(checks.max_dev, post_dev), timed, metrics);
+  }
+
+  // A runner of its own for each runner started here: numbered scratch directory and log.
+  RunnerOptions numbered_runner() {
+    RunnerOptions o = runner_opts;
+    const std::string n = "-" + std::to_string(runner_seq++);
+    o.scratch = o.scratch.string() + n;
+    o.log_path = o.log_path.parent_path() / (o.log_path.stem().string() + n + o.log_path.extension().string());
+    o.remove_log = true;
+    return o;
+  }
+
+  // The oldest ready spare, else a runner that starts when the candidate loads.
+  std::unique_ptr<Runner> take_runner(bool& spare) {
+    while (!spares.empty()) {
+      std::unique_ptr<Runner> r = std::move(spares.front());
+      spares.pop_front();
+      if (r->ready()) {
+        spare = true;
+        return r;
+      }
+    }
+    spare = false;
+    return std::make_unique<Runner>(numbered_runner());
+  }
+
+  // Up to `count` spares, all launched before any is awaited (their CUDA contexts come up side
+  // by side); a spare that fails to start is dropped (the candidate that would have taken it
+  // starts its own runner and meets the failure as a verdict). Returns the spares ready.
+  size_t prepare_spares(size_t count, const Tick& tick) {
+    std::vector<Runner*> launched;
+    while (spares.size() < count) {
+      spares.push_back(std::make_unique<Runner>(numbered_runner()));
+      try {
+        spares.back()->launch();
+        launched.push_back(spares.back().get());
+      } catch (const std::exception&) {
+        spares.pop_back();
+        break;
+      }
+    }
+    for (Runner* r : launched) {
+      try {
+        r->await_ready();
+      } catch (const std::exception&) {
+        r->stop();  // not ready(): take_runner drops it
+      }
+      tick("spare");  // progress: the client counts silence as a hang
+    }
+    size_t ready = 0;
+    for (const auto& r : spares) ready += r->ready();
+    return ready;
   }
 
   // Warm-up call (ungated): with lazy module loading the first launch loads the candidate's
@@ -919,8 +978,16 @@ nlohmann::json Harness::evaluate(const nlohmann::json& request, const std::strin
   }
 }
 
+nlohmann::json Harness::prepare_spares(int64_t count, const Tick& tick) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const size_t ready = impl_->prepare_spares(static_cast<size_t>(std::max<int64_t>(0, count)), tick);
+  return {{"status", "ok"},
+          {"spares", ready},
+          {"seconds", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()}};
+}
+
 nlohmann::json Harness::runner_sandbox() {
-  Runner probe(impl_->runner_opts);
+  Runner probe(impl_->numbered_runner());
   return probe.probe_sandbox();
 }
 

@@ -41,6 +41,12 @@ class Harness {
   // The request's baselines alone, no candidate (request fields as evaluate's, without so):
   // {status, baselines, metrics}. The measurements the evaluator stores.
   nlohmann::json baselines(const nlohmann::json& request, const Tick& tick);
+  // Starts up to `count` spare runners and waits until they are ready: {status, spares (ready
+  // now), seconds}. Evaluations take them before starting runners of their own, so a runner's
+  // start (its CUDA context: bench/gpu_context_init.sh) can happen while the evaluator compiles
+  // instead of before each candidate. Never during an evaluation: nothing starts while a
+  // worker times.
+  nlohmann::json prepare_spares(int64_t count, const Tick& tick);
   // Starts a runner without a candidate: the sandbox runners get ({summary, parts}).
   nlohmann::json runner_sandbox();
   // Brings up what LibTorch and the driver create lazily (cuBLAS handle and workspace, a captured

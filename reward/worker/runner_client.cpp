@@ -181,10 +181,15 @@ nlohmann::json args_json(const kernelrl_args& a) {
 
 Runner::Runner(RunnerOptions o) : o_(std::move(o)) {}
 
-Runner::~Runner() { stop(); }
+Runner::~Runner() {
+  stop();
+  std::error_code ec;
+  if (o_.remove_log) fs::remove(o_.log_path, ec);
+}
 
 void Runner::stop() {
   exited_ = false;
+  ready_ = false;
   if (proc_.running()) {
     ::kill(proc_.pid(), SIGKILL);  // also ends a stopped runner
     proc_.kill_and_reap();
@@ -195,6 +200,11 @@ void Runner::stop() {
 }
 
 void Runner::spawn() {
+  launch();
+  await_ready();
+}
+
+void Runner::launch() {
   stop();
   const bool own_gpu = o_.backend == "gpu" && !o_.visible_devices.empty();
   std::vector<std::string> cmd = {find_runner_binary(), "--backend", o_.backend, "--device",
@@ -216,6 +226,9 @@ void Runner::spawn() {
   }
   fs::create_directories(o_.log_path.parent_path());
   proc_.start(cmd, o_.log_path.string(), env, pass_fd);
+}
+
+void Runner::await_ready() {
   std::string line;
   if (proc_.read_line(line, 120) != ChildProcess::ReadStatus::line) {
     const int status = proc_.kill_and_reap();
@@ -232,6 +245,7 @@ void Runner::spawn() {
   paused_ = false;
   exited_ = false;
   pause();
+  ready_ = !exited_;
 }
 
 nlohmann::json Runner::probe_sandbox() {
@@ -334,7 +348,10 @@ nlohmann::json Runner::request(nlohmann::json req, double timeout_s) {
 }
 
 void Runner::start(const std::string& so, double timeout_s) {
-  spawn();
+  if (used_) throw std::logic_error("a candidate runner takes one candidate");
+  if (!ready()) spawn();
+  ready_ = false;
+  used_ = true;
   request({{"op", "load"}, {"so", so}}, timeout_s);
 }
 

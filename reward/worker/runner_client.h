@@ -67,6 +67,7 @@ struct RunnerOptions {
   std::string sandbox = "auto";           // reward.sandbox
   std::filesystem::path scratch;          // the runner's one writable directory, fresh per start
   std::filesystem::path log_path;         // the runner's stderr
+  bool remove_log = false;                // the runner's own log, removed with it (spares)
   const HostArena* arena = nullptr;       // host backend
 };
 
@@ -74,9 +75,17 @@ class Runner {
  public:
   explicit Runner(RunnerOptions o);
   ~Runner();
-  // A fresh runner with `so` loaded. The candidate's static initializers run here: what they do
-  // is a verdict (CheckFailure: load_error, sandbox_violation, crash, hang, reward_hack).
+  // A fresh runner with `so` loaded (the one launch() and await_ready() made ready, or a new
+  // one). The candidate's static initializers run here: what they do is a verdict
+  // (CheckFailure: load_error, sandbox_violation, crash, hang, reward_hack). One candidate per
+  // runner: a runner that held one is never given another.
   void start(const std::string& so, double timeout_s);
+  // A spare (Harness::prepare_spares): launch() starts the process, which creates its CUDA
+  // context and installs its sandbox; await_ready() reads its ready line and holds it stopped.
+  // Between the two the worker goes on, so several spares start at once.
+  void launch();
+  void await_ready();
+  bool ready() const { return ready_ && proc_.running(); }
   // Starts a runner without a candidate to read the sandbox it gets ({summary, parts}), stops it.
   nlohmann::json probe_sandbox();
   // GPU: the work of one call, captured by the runner (CheckFailure: not_capturable, ...).
@@ -96,6 +105,8 @@ class Runner {
   ChildProcess proc_;
   std::mt19937_64 ids_{std::random_device{}()};
   bool paused_ = false;
+  bool ready_ = false;           // started, reported ready, no candidate loaded yet
+  bool used_ = false;            // a candidate was loaded: never another
   bool exited_ = false;          // it ended while being stopped; last_status_ says how
   int last_status_ = 0;
   nlohmann::json ready_sandbox_;  // the sandbox the last start reported

@@ -6,7 +6,9 @@
 // (GPU) or checks the calls the runner made on shared buffers (host); docs/sandbox.md. A sticky
 // CUDA error or a kernel that does not finish (the candidate's device code runs here) is
 // reported and the process exits; the client restarts it. The ready message says which sandbox
-// the runners get (a runner started once, without a candidate, reports it).
+// the runners get (a runner started once, without a candidate, reports it). {"op": "prewarm",
+// "count": N} starts up to N spare runners while the evaluator compiles, so that a runner's
+// start (its CUDA context) is not paid before each candidate.
 //
 //   kernelrl_eval_worker [--backend auto|gpu|host] [--device N] [--sandbox auto|on|off --scratch DIR]
 //   kernelrl_eval_worker --run-once SO --task JSON [--calls N] [--backend ...] [--device N]
@@ -176,6 +178,17 @@ int main(int argc, char** argv) {
     if (op == "exit") break;
     if (op == "ping") {
       send({{"pong", true}});
+      continue;
+    }
+    if (op == "prewarm") {  // spare runners, made ready now (Harness::prepare_spares)
+      nlohmann::json result;
+      try {
+        result = harness.prepare_spares(req.value("count", int64_t{0}),
+                                        [](const std::string& what) { send({{"tick", what}}); });
+      } catch (const std::exception& e) {
+        result = {{"status", "internal_error"}, {"reason", std::string("prewarm: ") + e.what()}};
+      }
+      send({{"result", result}});
       continue;
     }
     if (op != "eval" && op != "baselines") {

@@ -3,9 +3,11 @@
 // tests/data/kernels/ is caught and named; a crashing, aborting or hanging candidate becomes a
 // result, its runner is replaced and the worker itself never restarts; a candidate that writes a
 // forged result line gets reward_hack / forged_message and its forged baselines never reach the
-// store (read back).
+// store (read back); spare runners, started while a batch compiles, are each taken once and
+// leave no scratch directory or log behind.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 
 #include "data/tasks/task_suite.h"
@@ -17,6 +19,8 @@
 
 namespace kernelrl {
 namespace {
+
+namespace fs = std::filesystem;
 
 std::string fixture(const std::string& name) {
   return testing::read_text(std::string(KERNELRL_SOURCE_DIR) + "/tests/data/kernels/" + name);
@@ -113,6 +117,37 @@ TEST(RewardHost, AdversarialKernelsAreCaughtAndNamedAndTheWorkerRecovers) {
   // The crash, the hang and the abort ended their runners, never the worker.
   EXPECT_EQ(ev.worker_restarts(), 0);
   EXPECT_EQ(ev.store().count_results(), static_cast<int64_t>(cases[0].file ? rs.size() : 0));
+}
+
+// Spare runners (reward.spare_runners, Harness::prepare_spares): the workers start them while the
+// batch compiles, and a candidate takes one instead of starting its own. With 3 spares for 5
+// passing candidates exactly 3 evaluations took one (0 without), every verdict is ok either way,
+// and no runner's scratch directory or log is left once the evaluator is gone. (The adversarial
+// fixtures above run with the default spares: each hostile candidate takes one.)
+TEST(RewardHost, SpareRunnersAreTakenOnceAndLeaveNothingBehind) {
+  std::vector<std::string> sources;
+  for (int i = 0; i < 5; ++i)  // five distinct sources of one correct kernel
+    sources.push_back("// copy " + std::to_string(i) + "\n" + fixture("host_hgemm_ok.cpp"));
+  for (int64_t spares : {0, 3}) {
+    testing::ScratchDir dir;
+    std::vector<EvalResult> rs;
+    {
+      RewardConfig cfg = host_config(dir);
+      cfg.spare_runners = spares;
+      Evaluator ev(cfg, dir / "results.sqlite");
+      rs = ev.evaluate(host_task(), sources);
+      EXPECT_EQ(ev.worker_restarts(), 0);
+    }
+    int took = 0;
+    for (const auto& r : rs) {
+      EXPECT_EQ(r.status, EvalStatus::ok) << r.check << ": " << r.reason;
+      took += r.metrics.value("runner_spare", false) ? 1 : 0;
+    }
+    EXPECT_EQ(took, spares) << "spares " << spares;
+    if (fs::exists(dir / "cache" / "scratch"))
+      for (const auto& e : fs::recursive_directory_iterator(dir / "cache" / "scratch"))
+        ADD_FAILURE() << "left behind (spares " << spares << "): " << e.path();
+  }
 }
 
 // The 2026-11-26 attack on the host backend: a candidate that computes nothing and writes a
