@@ -31,8 +31,13 @@ for r in $(seq $rounds); do
     cat /tmp/ctx_*.row >> $raw && rm -f /tmp/ctx_*.row
   done
 done
-python3 - "$raw" "$out/context_init.md" "$ngpu" <<'PY'
-import csv, statistics, sys, subprocess
+# The device memory one context takes (what a spare runner holds): one process on its own GPU,
+# held 3 s, read by nvidia-smi.
+( CUDA_VISIBLE_DEVICES=${uuids[0]} $bin 0 3 > /dev/null & pid=$!; sleep 2
+  nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits |
+    awk -F', *' -v p=$pid '$1 == p {print $2}' > $out/context_mib.txt || true; wait $pid ) || true
+python3 - "$raw" "$out/context_init.md" "$ngpu" "$out/context_mib.txt" <<'PY'
+import csv, os, statistics, sys, subprocess
 rows = list(csv.DictReader(open(sys.argv[1])))
 gpu = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
                      capture_output=True, text=True).stdout.strip().splitlines()
@@ -48,5 +53,8 @@ with open(sys.argv[2], "w") as f:
             f.write(f"| {'all ' + sys.argv[3] if vis == 'all' else 'its own (uuid)'} | {conc} | "
                     f"{statistics.median(float(r['init_ms']) for r in sel):.0f} | "
                     f"{statistics.median(float(r['wall_ms']) for r in sel):.0f} | {len(sel)} |\n")
+    mib = open(sys.argv[4]).read().strip() if os.path.exists(sys.argv[4]) else ""
+    f.write(f"\nDevice memory of one context (nvidia-smi, the process on its own GPU): "
+            f"{mib + ' MiB' if mib else 'not read'}.\n")
 print(open(sys.argv[2]).read())
 PY

@@ -52,8 +52,8 @@ def main():
         lines.append("")
     lines += ["| hgemm_rl run | steps measured | rows / step | step s (median) | steps/s | samples/s | vs 1 GPU (samples/s) "
               "| step s (mean) | samples/s (mean) | vs 1 GPU (mean) "
-              "| prompts (pool seeding) / generate / compile / compile wait / time / wait / update s | compiled | updates |",
-              "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+              "| prompts (pool seeding) / generate / compile / compile wait / time / wait / update s | runner starts s (spares / runners) | compiled | updates |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     ref_mean = None
     ref = None
     for run, label in runs:
@@ -67,8 +67,12 @@ def main():
             ref, ref_mean = sps, sps_mean
         split = " / ".join(f"{med([r.get(k, 0) for r in rs]):.1f}"
                            for k in ("prompts_s", "generate_s", "compile_s", "compile_wait_s", "time_s", "wait_s", "update_s"))
+        # Runner starts (a fresh process and CUDA context per candidate, or a spare made ready
+        # while the batch compiled): median over steps of the summed seconds; older runs: n/a.
+        runner = (f"{med([r['runner_start_s'] for r in rs]):.1f} ({med([r['spare_runners'] for r in rs]):.0f} / "
+                  f"{med([r['runners'] for r in rs]):.0f})" if rs and all("runner_start_s" in r for r in rs) else "n/a")
         lines.append(f"| {label} | {len(rs)} | {rows:.0f} | {step:.1f} | {1 / step:.4f} | {sps:.2f} | "
-                     f"{sps / ref:.2f}x | {mean_step:.1f} | {sps_mean:.2f} | {sps_mean / ref_mean:.2f}x | {split} | {med([r['compiled_rate'] for r in rs]):.0%} | "
+                     f"{sps / ref:.2f}x | {mean_step:.1f} | {sps_mean:.2f} | {sps_mean / ref_mean:.2f}x | {split} | {runner} | {med([r['compiled_rate'] for r in rs]):.0%} | "
                      f"{min((r['updates'] for r in rs), default=0)} |")
     lines += ["", "Steps measured: those after the first (exemplar seeding). The median step leaves out the "
               "occasional step that seeds a new task's exemplar pool; the mean keeps it. compiled: the median share "

@@ -496,10 +496,14 @@ void Evaluator::Impl::prewarm(size_t w, size_t candidates) {
   if (cfg.spare_runners <= 0 || candidates == 0 || w >= workers.size()) return;
   const size_t share = (candidates + workers.size() - 1) / workers.size();
   const size_t count = std::min<size_t>(share, static_cast<size_t>(cfg.spare_runners));
-  const nlohmann::json res = workers[w]->evaluate({{"op", "prewarm"}, {"count", count}});
-  if (res.value("status", "") != "ok")
-    KRL_LOG(debug) << "reward: spare runners on worker " << w << ": " << res.value("status", "")
-                   << " (" << res.value("reason", "") << ")";
+  try {  // (runs on a worker's thread: nothing may escape it)
+    const nlohmann::json res = workers[w]->evaluate({{"op", "prewarm"}, {"count", count}});
+    if (res.value("status", "") != "ok")
+      KRL_LOG(debug) << "reward: spare runners on worker " << w << ": " << res.value("status", "") << " ("
+                     << res.value("reason", "") << ")";
+  } catch (const std::exception& e) {
+    KRL_LOG(debug) << "reward: spare runners on worker " << w << ": " << e.what();
+  }
 }
 
 // 3. Compile in the pool while the workers (one thread each) take compiled candidates from a

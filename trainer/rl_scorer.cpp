@@ -58,6 +58,12 @@ void RlScorer::finish(StepBatch& batch, Plan plan, int64_t exemplar_step, bool r
   const auto t0 = Clock::now();
   auto results = evaluator_.evaluate_batch(plan.fresh);
   batch.times.time += since(t0);
+  for (const auto& r : results)
+    if (r.metrics.contains("runner_start_s")) {
+      batch.times.runner_start += r.metrics.value("runner_start_s", 0.0);
+      ++batch.times.runners;
+      batch.times.spare_runners += r.metrics.value("runner_spare", false) ? 1 : 0;
+    }
   std::vector<Scored>& out = plan.out;
   for (size_t j = 0; j < results.size(); ++j)
     out[plan.fresh_index[j]].result = std::move(results[j]);

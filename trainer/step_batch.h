@@ -29,6 +29,11 @@ struct StepTimes {
   double prompts = 0, generate = 0, compile = 0, compile_wait = 0, time = 0, update = 0, wall = 0;
   double wait = 0;     // data parallel: this rank waiting in the results' gather for the others'
                        // timing (its own timing is `time`)
+  // Within `time`: this rank's candidate runners, their starts and loads summed (a fresh
+  // process and CUDA context each, unless a spare was ready: reward.spare_runners), and how
+  // many evaluations there were and how many took a spare.
+  double runner_start = 0;
+  int64_t runners = 0, spare_runners = 0;
   int64_t tokens = 0;  // tokens generated within this step's wall time (the next step's too)
 };
 
@@ -51,6 +56,9 @@ struct StepBatch {
     times.compile += more.times.compile;
     times.time += more.times.time;
     times.wait += more.times.wait;
+    times.runner_start += more.times.runner_start;
+    times.runners += more.times.runners;
+    times.spare_runners += more.times.spare_runners;
   }
 };
 

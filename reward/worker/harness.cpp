@@ -153,6 +153,9 @@ struct Harness::Impl {
   // scratch directory and log; a candidate takes the oldest (take_runner).
   std::deque<std::unique_ptr<Runner>> spares;
   uint64_t runner_seq = 0;
+  // This evaluation's runner: its start and load (s), and whether it was a spare; reported with
+  // every result, a failed one's too.
+  nlohmann::json runner_metrics = nlohmann::json::object();
   std::unique_ptr<HostArena> arena;  // host backend: where candidate-visible buffers live
   Guarded workspace;
   std::mt19937_64 rng{0x5eed};
@@ -448,6 +451,7 @@ struct Harness::Impl {
   // the protocol's: nothing of the candidate runs while it is timed, and no verification sits
   // inside the measured time.
   nlohmann::json run(const TaskSpec& task, const std::string& so, const Opts& o, const Tick& tick) {
+    runner_metrics = nlohmann::json::object();
     auto probe = [&](const std::string& where) { diag_probe(be, where); };
     probe("start");
     stream_gate = o.stream_gate;
@@ -460,8 +464,10 @@ struct Harness::Impl {
     const auto runner_t0 = std::chrono::steady_clock::now();
     bool spare = false;
     std::unique_ptr<Runner> runner = take_runner(spare);
+    runner_metrics["runner_spare"] = spare;  // the runner was started before this evaluation
     Candidate cand(be, *runner, so, o.call_timeout_s);
     const double runner_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - runner_t0).count();
+    runner_metrics["runner_start_s"] = runner_s;  // a fresh runner's start and the candidate's load
     tick("loaded");
     probe("kind made");
     nlohmann::json metrics = nlohmann::json::object();
@@ -474,8 +480,7 @@ struct Harness::Impl {
     probe("checks");
 
     TimedCalls calls = input_sets(cand, *kind, o, metrics);
-    metrics["runner_start_s"] = runner_s;  // a fresh runner's start and the candidate's load
-    metrics["runner_spare"] = spare;       // the runner was started before this evaluation
+    for (const auto& [k, v] : runner_metrics.items()) metrics[k] = v;
     probe("timing sets");
 
     tick("quiet:begin");  // the evaluator holds compile jobs while this worker times and verifies
@@ -520,6 +525,9 @@ struct Harness::Impl {
   // by side); a spare that fails to start is dropped (the candidate that would have taken it
   // starts its own runner and meets the failure as a verdict). Returns the spares ready.
   size_t prepare_spares(size_t count, const Tick& tick) {
+    // A spare that died while it waited is replaced, not counted.
+    spares.erase(std::remove_if(spares.begin(), spares.end(), [](const auto& r) { return !r->ready(); }),
+                 spares.end());
     std::vector<Runner*> launched;
     while (spares.size() < count) {
       spares.push_back(std::make_unique<Runner>(numbered_runner()));
@@ -974,7 +982,7 @@ nlohmann::json Harness::evaluate(const nlohmann::json& request, const std::strin
   } catch (const CheckFailure& f) {
     impl_->be.gate_open();
     impl_->be.sync_device();  // a Fatal here propagates: the process must be replaced
-    return {{"status", f.status}, {"check", f.check}, {"reason", f.reason}};
+    return {{"status", f.status}, {"check", f.check}, {"reason", f.reason}, {"metrics", impl_->runner_metrics}};
   }
 }
 

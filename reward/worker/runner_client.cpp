@@ -248,6 +248,13 @@ void Runner::await_ready() {
   ready_ = !exited_;
 }
 
+bool Runner::ready() const {
+  if (!ready_ || !proc_.running()) return false;
+  siginfo_t info{};  // has it exited? (WNOWAIT: asked without reaping it)
+  if (::waitid(P_PID, static_cast<id_t>(proc_.pid()), &info, WEXITED | WNOHANG | WNOWAIT) != 0) return false;
+  return info.si_pid == 0;
+}
+
 nlohmann::json Runner::probe_sandbox() {
   spawn();
   nlohmann::json out = ready_sandbox_;

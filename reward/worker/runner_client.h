@@ -85,7 +85,9 @@ class Runner {
   // Between the two the worker goes on, so several spares start at once.
   void launch();
   void await_ready();
-  bool ready() const { return ready_ && proc_.running(); }
+  // Ready, no candidate loaded yet, and still alive (a spare that died while it waited is not
+  // ready: its candidate must not be blamed for it).
+  bool ready() const;
   // Starts a runner without a candidate to read the sandbox it gets ({summary, parts}), stops it.
   nlohmann::json probe_sandbox();
   // GPU: the work of one call, captured by the runner (CheckFailure: not_capturable, ...).

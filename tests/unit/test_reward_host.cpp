@@ -6,9 +6,13 @@
 // store (read back); spare runners, started while a batch compiles, are each taken once and
 // leave no scratch directory or log behind.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <sstream>
+#include <csignal>
 
 #include "data/tasks/task_suite.h"
 #include "reward/evaluator.h"
@@ -128,14 +132,16 @@ TEST(RewardHost, SpareRunnersAreTakenOnceAndLeaveNothingBehind) {
   std::vector<std::string> sources;
   for (int i = 0; i < 5; ++i)  // five distinct sources of one correct kernel
     sources.push_back("// copy " + std::to_string(i) + "\n" + fixture("host_hgemm_ok.cpp"));
+  testing::ScratchDir shared;  // one compile cache: the second run compiles nothing
   for (int64_t spares : {0, 3}) {
     testing::ScratchDir dir;
     std::vector<EvalResult> rs;
     {
       RewardConfig cfg = host_config(dir);
       cfg.spare_runners = spares;
+      cfg.cache_dir = (shared / "cache").string();
       Evaluator ev(cfg, dir / "results.sqlite");
-      rs = ev.evaluate(host_task(), sources);
+      rs = ev.evaluate(hgemm_task(32, 40, 512, "nn"), sources);
       EXPECT_EQ(ev.worker_restarts(), 0);
     }
     int took = 0;
@@ -144,10 +150,53 @@ TEST(RewardHost, SpareRunnersAreTakenOnceAndLeaveNothingBehind) {
       took += r.metrics.value("runner_spare", false) ? 1 : 0;
     }
     EXPECT_EQ(took, spares) << "spares " << spares;
-    if (fs::exists(dir / "cache" / "scratch"))
-      for (const auto& e : fs::recursive_directory_iterator(dir / "cache" / "scratch"))
+    if (fs::exists(shared / "cache" / "scratch"))
+      for (const auto& e : fs::recursive_directory_iterator(shared / "cache" / "scratch"))
         ADD_FAILURE() << "left behind (spares " << spares << "): " << e.path();
   }
+}
+
+// A spare that dies while it waits (killed here, as an OOM killer would) is not its candidate's
+// fault: the next batch replaces it, and every candidate passes.
+TEST(RewardHost, ASpareThatDiedWhileWaitingIsReplacedNotBlamed) {
+  std::vector<std::string> sources;
+  for (int i = 0; i < 3; ++i) sources.push_back("// copy " + std::to_string(i) + "\n" + fixture("host_hgemm_ok.cpp"));
+  testing::ScratchDir dir;
+  RewardConfig cfg = host_config(dir);
+  cfg.spare_runners = 3;
+  Evaluator ev(cfg, dir / "results.sqlite");
+  ev.precompile(sources);  // the worker starts 3 spares while these compile
+  // This process's grandchildren named kernelrl_candidate_runner (comm is cut at 15 characters).
+  auto field = [](const std::string& stat, int n) {  // n-th field after "(comm)"
+    std::istringstream in(stat.substr(stat.rfind(')') + 2));
+    std::string f;
+    for (int i = 0; i <= n; ++i) in >> f;
+    return f;
+  };
+  auto parent_of = [&](pid_t pid) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+    std::string stat((std::istreambuf_iterator<char>(in)), {});
+    return stat.empty() ? pid_t{-1} : static_cast<pid_t>(std::stol(field(stat, 1)));
+  };
+  int killed = 0;
+  for (const auto& e : fs::directory_iterator("/proc")) {
+    const std::string name = e.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream comm(e.path() / "comm");
+    std::string c;
+    std::getline(comm, c);
+    const pid_t pid = static_cast<pid_t>(std::stol(name));
+    if (c == "kernelrl_candid" && parent_of(parent_of(pid)) == ::getpid() && ::kill(pid, SIGKILL) == 0) ++killed;
+  }
+  EXPECT_EQ(killed, 3);
+  const auto rs = ev.evaluate(hgemm_task(32, 40, 512, "nn"), sources);
+  int took = 0;
+  for (const auto& r : rs) {
+    EXPECT_EQ(r.status, EvalStatus::ok) << r.check << ": " << r.reason;
+    took += r.metrics.value("runner_spare", false) ? 1 : 0;
+  }
+  EXPECT_EQ(took, 3);  // new spares, started while the batch compiled
+  EXPECT_EQ(ev.worker_restarts(), 0);
 }
 
 // The 2026-11-26 attack on the host backend: a candidate that computes nothing and writes a
