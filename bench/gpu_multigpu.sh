@@ -28,7 +28,8 @@
 #             find them compiled.
 # Every RL run must have measured RL: bench/rl_guard.py stops the bench (exit 1, a line per
 # step) when a measured step had no update or no compiled candidate, instead of a ratio.
-# Writes OUT_DIR/multigpu.md (the table, with the command, machine and date) and the logs.
+# Writes OUT_DIR/multigpu.md (the table, with the command, machine and date); the logs and
+# every run's metrics go into OUT_DIR/files-HHMMSS.tgz (the device tool returns 8 files a call).
 # NVLink multicast stays off (NCCL_NVLS_ENABLE=0): it can take a shared host's GPUs out of
 # service. PHASES (default "pretrain policy rl") picks phases; ROOT (runs/multigpu) keeps the
 # runs, so a later call on a warm machine can run the next phase (ROOT=/tmp/... to survive a
@@ -160,4 +161,8 @@ fi
 
 for f in $root/pre*; do [[ -f $f/metrics.jsonl ]] && cp $f/metrics.jsonl "$out/$(basename $f)_metrics.jsonl"; done
 RL_CONFIG=${rl_config} python3 "$here/multigpu_table.py" "$root" "$out/multigpu.md" "$out/gpus.txt" "${runs[@]}"
+# The device tool brings back at most 8 files: all but the table go into one archive per call
+# (each call's its own, so a second call on the warm machine adds one, not overwrites it).
+( cd "$out" && find . -type f ! -name multigpu.md ! -name '*.tgz' -printf '%P\n' |
+    tar -czf "files-$(date +%H%M%S).tgz" -T - --remove-files ) || echo "gpu_multigpu.sh: could not pack $out" >&2
 echo "total: $(( $(date +%s) - t_start )) s"
