@@ -522,8 +522,9 @@ struct Harness::Impl {
   }
 
   // Up to `count` spares, all launched before any is awaited (their CUDA contexts come up side
-  // by side); a spare that fails to start is dropped (the candidate that would have taken it
-  // starts its own runner and meets the failure as a verdict). Returns the spares ready.
+  // by side); a spare that fails to start is dropped, and the candidate that would have taken it
+  // starts its own runner as without spares (a runner that cannot start is the worker's error,
+  // never the candidate's verdict). Returns the spares ready.
   size_t prepare_spares(size_t count, const Tick& tick) {
     // A spare that died while it waited is replaced, not counted.
     spares.erase(std::remove_if(spares.begin(), spares.end(), [](const auto& r) { return !r->ready(); }),
