@@ -25,7 +25,8 @@
 #             warm machine; the guard and the table take every run of ROOT that has metrics.
 #             Each run has its own results store and compile cache (its run dir): a run that
 #             repeats another's samples (same seed, same rows on any number of ranks) must not
-#             find them compiled.
+#             find them compiled. RL_SET adds overrides to every RL run (e.g.
+#             RL_SET="reward.spare_runners=0" with its own ROOT, against the default's).
 # Every RL run must have measured RL: bench/rl_guard.py stops the bench (exit 1, a line per
 # step) when a measured step had no update or no compiled candidate, instead of a ratio.
 # Writes OUT_DIR/multigpu.md (the table, with the command, machine and date); the logs and
@@ -134,7 +135,7 @@ if [[ " $phases " == *" rl "* ]]; then
       basename $policy > $d/checkpoints/pretrain/latest &&
       cp "$(dirname "$(dirname "$(dirname "$policy")")")/config.yaml" $d/config.yaml
     CUDA_VISIBLE_DEVICES=$(seq -s, 0 $((n - 1))) timeout ${RL_TIMEOUT:-900} $kr train "${rl[@]}" \
-      rollout.prompts_per_step=$prompts reward.cache_dir=$d/compile_cache --nproc $n --run-dir $d --resume \
+      rollout.prompts_per_step=$prompts reward.cache_dir=$d/compile_cache ${RL_SET:-} --nproc $n --run-dir $d --resume \
       2>&1 | quiet > "$out/${name}.log"
     echo "hgemm_rl $label: exit ${PIPESTATUS[0]}, $(( $(date +%s) - t_start )) s"
   done
