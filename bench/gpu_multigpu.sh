@@ -34,7 +34,8 @@
 # NVLink multicast stays off (NCCL_NVLS_ENABLE=0): it can take a shared host's GPUs out of
 # service. PHASES (default "pretrain policy rl") picks phases; ROOT (runs/multigpu) keeps the
 # runs, so a later call on a warm machine can run the next phase (ROOT=/tmp/... to survive a
-# carried folder's replacement). NGPU defaults to the GPUs visible.
+# carried folder's replacement). NGPU defaults to the GPUs visible; one GPU does for RL_RUNS=rl1
+# alone (no pretrain phase).
 set -uo pipefail
 build=${1:?usage: gpu_multigpu.sh BUILD_DIR OUT_DIR}
 out=${2:?usage: gpu_multigpu.sh BUILD_DIR OUT_DIR}
@@ -46,7 +47,11 @@ mkdir -p "$out" runs/data "$root"
 t_start=$(date +%s)
 nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv,noheader | tee "$out/gpus.txt"
 ngpu=${NGPU:-$(nvidia-smi -L | wc -l)}
-if (( ngpu < 2 )); then echo "gpu_multigpu.sh: needs 2 GPUs, this host shows $ngpu" >&2; exit 2; fi
+# One GPU does for the 1-GPU RL run alone (RL_RUNS=rl1, e.g. comparing settings with RL_SET).
+if (( ngpu < 2 )) && [[ ${RL_RUNS:-} != rl1 || " $phases " == *" pretrain "* ]]; then
+  echo "gpu_multigpu.sh: needs 2 GPUs, this host shows $ngpu (one does only for RL_RUNS=rl1 without pretrain)" >&2
+  exit 2
+fi
 devs=$(seq -s, 0 $((ngpu - 1)))
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
@@ -120,8 +125,9 @@ else
 fi
 
 # ---- RL: hgemm_rl from the policy, 1 GPU then N (strong, weak) ---------------------------------
-variants=("rl1:1 GPU, 4 x 8:1:4" "rl${ngpu}:$ngpu GPUs, 4 x 8 (strong):$ngpu:4")
-[[ ${WEAK:-1} == 1 ]] && variants+=("rl${ngpu}w:$ngpu GPUs, $((4 * ngpu)) x 8 (weak):$ngpu:$((4 * ngpu))")
+variants=("rl1:1 GPU, 4 x 8:1:4")
+((ngpu > 1)) && variants+=("rl${ngpu}:$ngpu GPUs, 4 x 8 (strong):$ngpu:4")
+[[ ${WEAK:-1} == 1 ]] && ((ngpu > 1)) && variants+=("rl${ngpu}w:$ngpu GPUs, $((4 * ngpu)) x 8 (weak):$ngpu:$((4 * ngpu))")
 if [[ " $phases " == *" rl "* ]]; then
   [[ -d $policy ]] || { echo "gpu_multigpu.sh: no policy checkpoint at $policy (run the policy phase or set RL_POLICY)" >&2; exit 1; }
   rl=("$rl_config" --stages hgemm_rl data.tokenizer=$tok trainer.stages.$rl_stage.steps=$rl_steps
