@@ -80,7 +80,7 @@ struct RewardConfig {
   // next. Each spare holds a CUDA context on its GPU until a candidate takes it. 0: none.
   int64_t spare_runners = 16;
   // OS sandbox for candidate code in the worker (reward/worker/sandbox.h: landlock + seccomp):
-  // no new processes, no sockets, no writes outside a per-worker scratch directory; a breach is
+  // no new processes, no sockets, no writes outside the runner's own scratch directory; a breach is
   // the verdict sandbox_violation. auto: what the kernel offers (the evaluator logs
   // "sandbox: off (why)" when that is nothing); on: refuse to start without landlock and
   // seccomp; off: candidates run with the user's rights, behind the text screen only.
