@@ -126,6 +126,17 @@ def lift_small():
             f"the sweep did not pick, chosen before RL); novelty {d['novelty_after'] * 100:.0f} %")
 
 
+def lift_explore():
+    d = json.loads((DATA / "lift_explore_h100_2026-11-27/summary.json").read_text())
+    rows = [json.loads(x) for x in (DATA / "lift_explore_h100_2026-11-27/per_shape.jsonl").read_text().splitlines() if x.strip()]
+    n = sum(r["samples"] for r in rows)
+    passed = [sum(r[f"{side}_passed"] for r in rows) * 100 / n for side in ("before", "after")]
+    return (f"{d['mean_before']:.3f}× → {d['mean_after']:.3f}× ({d['lift'] * 100:+.1f} %; target +10 %: {'met' if d['lift'] >= 0.10 else 'missed'}), "
+            f"the lift from a lower before side (passing samples {passed[0]:.0f} % → {passed[1]:.0f} %); below 2^27 ≥ 1.0×: "
+            f"{'met' if d['mean_after'] >= 1.0 else 'missed'}; ≥ 2 % faster than the sweep's best at "
+            f"{round(d['share_after_beats_sweep_2pct'] * d['shapes'])}/{d['shapes']} (not re-verified); novelty {d['novelty_after'] * 100:.0f} %")
+
+
 def rl_scaling(run="rl_scaling_h200x2_2026-11-27/run1_before_sharded_seeding"):
     def samples_per_s(name):  # bench/multigpu_table.py's: median rows / median step after step 1
         recs = [json.loads(x) for x in (DATA / run / f"{name}_metrics.jsonl").read_text().splitlines() if x.strip()]
@@ -241,6 +252,10 @@ ROWS = [
          value=lift_small, card=H100, date="2026-11-27", protocol=DEVICE,
          command="`LIFT_CONFIG=configs/lift-small.yaml MAX_SHAPES=18 bash bench/gpu_rl_lift.sh B $OUT`",
          source="docs/data/lift_small_h100_2026-11-27/summary.json"),
+    dict(area="lift", metric="the same 18 shapes, sampled at temperature 1.0 with a KL tether (0.04) to the pretrained policy, 28 RL steps (`configs/lift-explore.yaml`)",
+         value=lift_explore, card=H100, date="2026-11-27", protocol=DEVICE,
+         command="`LIFT_CONFIG=configs/lift-explore.yaml MAX_SHAPES=18 bash bench/gpu_rl_lift.sh B $OUT`",
+         source="docs/data/lift_explore_h100_2026-11-27/summary.json"),
     dict(area="lift", metric="the bar RL is judged against: hgemm_small's whole list (132 variants) against the sweep's 3 picks per family, held-out shapes below 2^27",
          value=sweep_headroom, card="H200", date="2026-11-27", protocol=DEVICE,
          command="`bash bench/gpu_sweep_headroom.sh B $OUT`",
@@ -271,6 +286,12 @@ ROWS = [
          command="`bash bench/gpu_context_init.sh $OUT`",
          source="docs/history/2026-11-27-gpu-session14.md",
          quote="A fresh process's CUDA context and stream: 260 ms seeing its own GPU, 643 ms seeing all 4; four at once, one per GPU: 1,097 ms each."),
+    dict(area="pretrain", metric="HGEMM RL step on one GPU with spare runners (`reward.spare_runners` 16, started while the batch compiles): candidates' wait for their runners to start",
+         value="0.045 s a step (median of 28 steps, 0.03–0.30 s); 594 of 596 runners were spares; a spare-less step was not timed beside it",
+         card=H100, date="2026-11-27", protocol="wall time (16 cores)",
+         command="`LIFT_CONFIG=configs/lift-explore.yaml MAX_SHAPES=18 bash bench/gpu_rl_lift.sh B $OUT` (metric `runner_start_s`)",
+         source="docs/history/2026-11-27-lift-explore-issue25.md",
+         quote="Summary: with spare runners, candidates waited 0.045 s a step for their runners to start (median of 28 HGEMM RL steps, 0.03–0.30 s; 594 of 596 runners were spares)."),
     dict(area="pretrain", metric="pretraining step, preset `base` (114M), 32 × 2048 tokens",
          value="264,713 tokens/s, MFU 21.4 %, 1.15× HF eager", card=H100, date="2026-11-22",
          protocol="wall time, 20 steps", command="`bash bench/bench_pretrain.sh`",
