@@ -25,7 +25,8 @@
 #      runs/lift-measure/catalog_rl.json with provenance rl
 #   6. plots (bench/plot_lift.py)
 # OUT_DIR gets, every call: lift.log, metrics.jsonl, results.tgz (lift.md, summary.json,
-# per_shape.jsonl, curves.csv, catalog_rl.json, the PNG plots, the best kernels as .cu files);
+# per_shape.jsonl, samples.jsonl (every sample's verdict), curves.csv, catalog_rl.json, the PNG
+# plots, the best kernels as .cu files);
 # once phase 4 is done also state.tar.xz.part-* (the after policy's weights, the run's config,
 # tokenizer and metrics, prompts.jsonl): with PREV_DIR a fresh machine restores them and goes on
 # with phase 5 (phases 1-4 need the optimizer state, which does not travel: a machine lost
@@ -83,7 +84,7 @@ say "built"
 # A fresh machine with an earlier call's state: the after policy and the prompts come back.
 if [[ -n "$prev" && ! -f "$run/.rl_done" ]] && ls "$prev"/state.tar.xz.part-* > /dev/null 2>&1; then
   cat "$prev"/state.tar.xz.part-* | tar -xJf - && say "restored the after policy and prompts from $prev"
-  [[ -f "$prev/results.tgz" ]] && tar -xzf "$prev/results.tgz" -C "$lift" per_shape.jsonl 2>/dev/null
+  [[ -f "$prev/results.tgz" ]] && tar -xzf "$prev/results.tgz" -C "$lift" per_shape.jsonl samples.jsonl 2>/dev/null
 fi
 
 if [[ ! -f "$run/.rl_done" ]]; then
@@ -179,7 +180,7 @@ fi
 python3 bench/plot_lift.py "$lift" >> "$log" 2>&1 || say "plots failed (matplotlib?)"
 cp "$run/metrics.jsonl" "$out/metrics.jsonl" 2>/dev/null
 (cd "$lift" && tar -czf "$out/results.tgz" --ignore-failed-read lift.md summary.json per_shape.jsonl \
-  curves.csv prompts.jsonl catalog_rl.json catalog_rl.txt lift_curves.png lift_shapes.png \
+  curves.csv prompts.jsonl samples.jsonl catalog_rl.json catalog_rl.txt lift_curves.png lift_shapes.png \
   $(ls kernels/*_after.cu kernels/*_before.cu 2>/dev/null)) 2>/dev/null
 if [[ -f "$run/.rl_done" && ! -f "$lift/catalog_rl.json" ]]; then
   # The state a fresh machine needs for phase 5: the after policy (weights, no optimizer), the

@@ -564,6 +564,25 @@ std::vector<LiftShape> measure_lift(const LiftOptions& o) {
       atomic_write(o.out / row.after_kernel, best_after->code);
     }
     if (best_before) atomic_write(o.out / "kernels" / (task.name + "_before" + ext), best_before->code);
+    // Every sample's verdict, one line per shape (samples.jsonl), so that a run shows which kind of
+    // sample passed and how fast, not only each side's best: status, speedup and hash by sample
+    // index; the after side's code too (the before side's is in prompts.jsonl). Written just
+    // before the row: a shape measured again after a stop between the two appends has two lines,
+    // and the last one counts.
+    nlohmann::json verdicts = {{"task", task.name}};
+    for (const auto& [side, rs] : {std::pair{"before", &b_rows}, std::pair{"after", &a_rows}}) {
+      nlohmann::json list = nlohmann::json::array();
+      for (const auto& r : *rs) {
+        const EvalResult* e = r.ok ? result_of(r.code) : nullptr;
+        nlohmann::json v = {{"status", !r.ok ? std::string("format") : e ? status_name(e->status) : "not_evaluated"},
+                            {"speedup", e && e->passed() && std::isfinite(e->speedup) ? e->speedup : 0.0},
+                            {"hash", e ? e->hash : ""}};
+        if (std::string(side) == "after") v["code"] = r.ok ? r.code : "";
+        list.push_back(std::move(v));
+      }
+      verdicts[side] = std::move(list);
+    }
+    append_jsonl(o.out / "samples.jsonl", verdicts);
     append_jsonl(rows_path, to_json(row));
     KRL_LOG(info) << "lift " << task.name << ": best of " << o.samples << " before " << row.before
                   << "x (" << row.before_passed << " passed), after " << row.after << "x ("

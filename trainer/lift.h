@@ -63,8 +63,8 @@ struct LiftOptions {
   double time_budget_s = 0;       // stop starting shapes after this long; 0 = no limit
   std::vector<std::string> set;   // key.path=value overrides of the run's job (e.g. the reward.*
                                   // timing of the measure where the RL stage timed coarser)
-  std::filesystem::path out;      // lift directory (per_shape.jsonl, prompts.jsonl, kernels/,
-                                  // lift.sqlite)
+  std::filesystem::path out;      // lift directory (per_shape.jsonl, prompts.jsonl,
+                                  // samples.jsonl, kernels/, lift.sqlite)
   // all: measure; before: only draw each shape's prompt and sample the before policy
   // (out/prompts.jsonl), so a later call, on another machine, measures with the same prompts.
   std::string phase = "all";
@@ -94,7 +94,8 @@ LiftShape lift_shape_from_json(const nlohmann::json& j);
 // seeds a pool) and the before policy's N samples come from out/prompts.jsonl when an earlier
 // call (phase before) wrote them; then the after policy's N samples with the same prompt and
 // seed; then one evaluator batch of both sides, the sweep's best variant (named by sweep_csv, or
-// the shape's family portfolio) and the exemplars the prompt showed.
+// the shape's family portfolio) and the exemplars the prompt showed. Every sample's verdict
+// (status, speedup, hash; the after side's code) goes to out/samples.jsonl, a line per shape.
 std::vector<LiftShape> measure_lift(const LiftOptions& options);
 
 struct LiftSummary {

@@ -197,6 +197,31 @@ TEST(LiftPipeline, SplitAnnotateTrainMeasurePromoteOnTheHostBackend) {
     EXPECT_TRUE(fs::exists(dir / "lift" / r["after_kernel"].get<std::string>()));
     mean_after += r["after"].get<double>() / 2;
   }
+  // Every sample's verdict, a line per shape: its "ok" count is the row's pass count, its best
+  //    speedup the row's best, and the after side carries the code of its passing samples.
+  std::map<std::string, nlohmann::json> verdicts;
+  for (const auto& line : lines(testing::read_text(dir / "lift/samples.jsonl"))) {
+    auto j = nlohmann::json::parse(line);
+    verdicts[j["task"].get<std::string>()] = j;
+  }
+  ASSERT_EQ(verdicts.size(), 2u);
+  for (const auto& r : rows) {
+    SCOPED_TRACE(r["task"].get<std::string>());
+    const auto& v = verdicts.at(r["task"].get<std::string>());
+    for (const std::string side : {"before", "after"}) {
+      ASSERT_EQ(v[side].size(), static_cast<size_t>(kMeasureSamples));
+      int64_t ok = 0;
+      double best = 0;
+      for (const auto& x : v[side]) {
+        const bool passed = x["status"] == "ok";
+        ok += passed;
+        if (passed) best = std::max(best, x["speedup"].get<double>());
+        if (side == "after" && passed) EXPECT_FALSE(x["code"].get<std::string>().empty());
+      }
+      EXPECT_EQ(ok, r[side + "_passed"].get<int64_t>()) << side;
+      EXPECT_NEAR(best, r[side].get<double>(), 1e-9) << side;
+    }
+  }
   auto summary = nlohmann::json::parse(testing::read_text(dir / "lift/summary.json"));
   EXPECT_EQ(summary["shapes"], 2);
   EXPECT_NEAR(summary["mean_after"].get<double>(), mean_after, 1e-9);
