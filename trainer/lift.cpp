@@ -565,8 +565,9 @@ std::vector<LiftShape> measure_lift(const LiftOptions& o) {
     }
     if (best_before) atomic_write(o.out / "kernels" / (task.name + "_before" + ext), best_before->code);
     // Every sample's verdict, one line per shape (samples.jsonl), so that a run shows which kind of
-    // sample passed and how fast, not only each side's best: status, speedup and hash by sample
-    // index; the after side's code too (the before side's is in prompts.jsonl). Written just
+    // sample passed and how fast, not only each side's best: status (the evaluator's, or "format"
+    // for a response with no code), speedup and hash by sample index; the after side's code too
+    // (the before side's is in prompts.jsonl). Written just
     // before the row: a shape measured again after a stop between the two appends has two lines,
     // and the last one counts.
     nlohmann::json verdicts = {{"task", task.name}};

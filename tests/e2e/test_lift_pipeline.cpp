@@ -198,7 +198,7 @@ TEST(LiftPipeline, SplitAnnotateTrainMeasurePromoteOnTheHostBackend) {
     mean_after += r["after"].get<double>() / 2;
   }
   // Every sample's verdict, a line per shape: its "ok" count is the row's pass count, its best
-  //    speedup the row's best, and the after side carries the code of its passing samples.
+  // speedup the row's best, and the after side carries the code of its passing samples.
   std::map<std::string, nlohmann::json> verdicts;
   for (const auto& line : lines(testing::read_text(dir / "lift/samples.jsonl"))) {
     auto j = nlohmann::json::parse(line);
