@@ -11,7 +11,13 @@
 //
 //   nvcc -O2 -std=c++17 -arch=sm_90 bench_lt_graph.cu -lcublasLt -o bench_lt_graph
 //   ./bench_lt_graph [--shapes 64,256,...|MxNxK,...] [--layout nn|tn] [--rounds R]
-//                    [--reserve-mb MB] > out.csv
+//                    [--reserve-mb MB] [--algos N] [--gap-us U] > out.csv
+//
+// Two switches for what runs beside the timed replays (at the power cap a kernel's clock
+// follows what ran in the milliseconds before it, docs/timing.md): --algos N times only the
+// first N algorithms of the heuristic's list (1: the top one alone, back to back), --gap-us U
+// runs an untimed one-block spin kernel of ~U us (near-idle power) before each timed replay's
+// refresh, as a slower, low-power contender interleaved beside it would.
 #include <cublasLt.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -60,6 +66,17 @@ __global__ void fill_random(half* p, size_t n, unsigned seed) {
   }
 }
 
+// One block that spins for `ns` nanoseconds of the global timer: the device busy, at near-idle
+// power.
+__global__ void spin_ns(unsigned long long ns) {
+  unsigned long long t0, t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+  do {
+    __nanosleep(1000);
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  } while (t - t0 < ns);
+}
+
 struct Set {
   half *a, *b, *c;
 };
@@ -74,14 +91,24 @@ double median(std::vector<double> v) {
 
 int main(int argc, char** argv) {
   std::string shapes_arg = "64,128,256,512,768,1024,1536,2048,3072,4096,8192,16384", layout = "nn";
-  int rounds = 15;
-  long reserve_mb = 0;
+  int rounds = 15, max_algos = 32;
+  long reserve_mb = 0, gap_us = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string k = argv[i];
     if (k == "--shapes") shapes_arg = argv[i + 1];
     else if (k == "--reserve-mb") reserve_mb = std::atol(argv[i + 1]);
     else if (k == "--layout") layout = argv[i + 1];
     else if (k == "--rounds") rounds = std::atoi(argv[i + 1]);
+    else if (k == "--algos") max_algos = std::atoi(argv[i + 1]);
+    else if (k == "--gap-us") gap_us = std::atol(argv[i + 1]);
+    else {
+      std::fprintf(stderr, "bench_lt_graph: unknown option %s\n", k.c_str());
+      return 2;
+    }
+  }
+  if (max_algos < 1 || max_algos > 32 || rounds < 1 || gap_us < 0) {
+    std::fprintf(stderr, "bench_lt_graph: --algos must be 1..32, --rounds >= 1, --gap-us >= 0\n");
+    return 2;
   }
   struct Shape { long m, n, k; };
   std::vector<Shape> shapes;
@@ -152,7 +179,7 @@ int main(int argc, char** argv) {
     CKL(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &wsb, sizeof wsb));
     cublasLtMatmulHeuristicResult_t heur[32];
     int found = 0;
-    CKL(cublasLtMatmulAlgoGetHeuristic(lt, op, la, lb, lc, lc, pref, 32, heur, &found));
+    CKL(cublasLtMatmulAlgoGetHeuristic(lt, op, la, lb, lc, lc, pref, max_algos, heur, &found));
     const float alpha = 1.f, beta = 0.f;
     auto call = [&](int algo, const Set& st) {
       return cublasLtMatmul(lt, op, &alpha, st.b, la, st.a, lb, &beta, st.c, lc, st.c, lc,
@@ -182,6 +209,7 @@ int main(int argc, char** argv) {
     for (int r = 0; r < rounds; ++r) {
       std::shuffle(order.begin(), order.end(), rng);
       for (size_t g : order) {
+        if (gap_us > 0) spin_ns<<<1, 32, 0, stream>>>(static_cast<unsigned long long>(gap_us) * 1000ull);
         refresh();
         CK(cudaMemsetAsync(flush, r & 0xff, flush_bytes, stream));
         CK(cudaEventRecord(e0, stream));

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# How far the standalone reference (bench_lt_graph.cu) itself moves with what runs beside its
+# timed replays, at the shapes where an H100 sits at its power cap (issue 22's last trust line,
+# docs/benchmarks.md "Timing and trust"). The same cuBLASLt timer, one thing changed per variant:
+#   all      as the trust bench runs it: every heuristic algorithm interleaved, best one's median
+#   top1     the heuristic's first algorithm alone, its replays back to back
+#   top1gap  the same with a ~GAP_US one-block spin (near-idle power) before each timed replay, as
+#            a slower, low-power contender beside it in the evaluator's rounds would be
+# The sequence runs SEQ_REPEATS times (all top1 top1gap all top1 top1gap ...), so a variant's
+# spread between its repeats is the machine's drift and its difference to another variant is
+# what ran beside it. nvidia-smi logs clock, power and temperature every 500 ms beside it.
+#   usage: bash bench/gpu_trust_neighbors.sh OUT [shapes]      (shapes default 4096,8192,16384)
+set -uo pipefail
+out=${1:?usage: gpu_trust_neighbors.sh OUT [shapes]}
+shapes=${2:-4096,8192,16384}
+mkdir -p "$out"
+nvcc -O2 -std=c++17 -arch=sm_90 bench/bench_lt_graph.cu -lcublasLt -o /tmp/bench_lt_graph_nb || exit 1
+nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,temperature.gpu,clocks_throttle_reasons.active \
+  --format=csv -lms 500 > "$out/smi.csv" 2>/dev/null &
+smi=$!
+trap 'kill $smi 2>/dev/null' EXIT
+echo "variant,repeat,start_utc,end_utc,M,N,K,algos,device_us" > "$out/neighbors.csv"
+for rep in $(seq 1 "${SEQ_REPEATS:-2}"); do
+  for v in all top1 top1gap; do
+    case $v in
+      all) args=() ;;
+      top1) args=(--algos 1) ;;
+      top1gap) args=(--algos 1 --gap-us "${GAP_US:-30000}") ;;
+    esac
+    t0=$(date -u +%H:%M:%S.%N | cut -c1-12)
+    /tmp/bench_lt_graph_nb --shapes "$shapes" --layout nn --rounds 15 "${args[@]}" > "/tmp/nb_$v$rep.csv" || exit 1
+    t1=$(date -u +%H:%M:%S.%N | cut -c1-12)
+    # The timer's rows: M,N,K,layout,algos,best_algo,device_us,call_us,tflops.
+    awk -F, -v v=$v -v r=$rep -v a="$t0" -v b="$t1" 'NR > 2 { print v "," r "," a "," b "," $1 "," $2 "," $3 "," $5 "," $7 }' \
+      "/tmp/nb_$v$rep.csv" >> "$out/neighbors.csv"
+    echo "$v repeat $rep ($t0-$t1 UTC): $(awk -F, 'NR > 2 { printf "%s³ %s us (%s algos)  ", $1, $7, $5 }' "/tmp/nb_$v$rep.csv")"
+  done
+done
