@@ -9,6 +9,10 @@
 # The sequence runs SEQ_REPEATS times (all top1 top1gap all top1 top1gap ...), so a variant's
 # spread between its repeats is the machine's drift and its difference to another variant is
 # what ran beside it. nvidia-smi logs clock, power and temperature every 500 ms beside it.
+# With NB_EVAL_BUILD=BUILD (a build with bench_timing_trust, the worker and the runner) each
+# repeat ends with the evaluator's trust run at the same shapes (variant `evaluator`: its lt-auto
+# in the first and second evaluation of the trust kernel, device-mode defaults, 15 rounds), so
+# the reference's variants and the evaluator are compared in one run.
 #   usage: bash bench/gpu_trust_neighbors.sh OUT [shapes]      (shapes default 4096,8192,16384)
 set -uo pipefail
 out=${1:?usage: gpu_trust_neighbors.sh OUT [shapes]}
@@ -35,4 +39,20 @@ for rep in $(seq 1 "${SEQ_REPEATS:-2}"); do
       "/tmp/nb_$v$rep.csv" >> "$out/neighbors.csv"
     echo "$v repeat $rep ($t0-$t1 UTC): $(awk -F, 'NR > 2 { printf "%s³ %s us (%s algos)  ", $1, $7, $5 }' "/tmp/nb_$v$rep.csv")"
   done
+  if [[ -n "${NB_EVAL_BUILD:-}" ]]; then
+    rm -rf "/tmp/nb_eval$rep"
+    t0=$(date -u +%H:%M:%S.%N | cut -c1-12)
+    "$NB_EVAL_BUILD/bench/bench_timing_trust" --shapes "$shapes" --busy-shapes "" --min-rounds 15 \
+      --out "/tmp/nb_eval$rep" > "$out/eval$rep.log" 2>&1 || { tail -20 "$out/eval$rep.log"; exit 1; }
+    t1=$(date -u +%H:%M:%S.%N | cut -c1-12)
+    python3 - "/tmp/nb_eval$rep/trust.csv" "$rep" "$t0" "$t1" "$out/neighbors.csv" <<'PY'
+import csv, sys
+path, rep, t0, t1, out = sys.argv[1:]
+with open(out, "a") as f:
+    for r in csv.DictReader(open(path)):
+        for run, key in (("1", "lt_auto_us"), ("2", "lt_auto_run2_us")):
+            f.write(f"evaluator{run},{rep},{t0},{t1},{r["M"]},{r["M"]},{r["M"]},,{r[key]}\n")
+        print(f"evaluator repeat {rep} ({t0}-{t1} UTC): {r['M']}³ lt-auto {r['lt_auto_us']} / {r['lt_auto_run2_us']} us at {r['lt_auto_mhz']} MHz")
+PY
+  fi
 done
