@@ -51,7 +51,7 @@ path, rep, t0, t1, out = sys.argv[1:]
 with open(out, "a") as f:
     for r in csv.DictReader(open(path)):
         for run, key in (("1", "lt_auto_us"), ("2", "lt_auto_run2_us")):
-            f.write(f"evaluator{run},{rep},{t0},{t1},{r["M"]},{r["M"]},{r["M"]},,{r[key]}\n")
+            f.write(f"evaluator{run},{rep},{t0},{t1},{r['M']},{r['M']},{r['M']},,{r[key]}\n")
         print(f"evaluator repeat {rep} ({t0}-{t1} UTC): {r['M']}³ lt-auto {r['lt_auto_us']} / {r['lt_auto_run2_us']} us at {r['lt_auto_mhz']} MHz")
 PY
   fi
