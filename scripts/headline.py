@@ -109,6 +109,25 @@ def trust_repeat(path="trust_h100_2026-11-27.csv"):
     return text
 
 
+def reference_neighbors(path="trust_h100_2026-11-27c/neighbors_run2/neighbors.csv"):
+    """The standalone reference against itself at the power cap: its top algorithm with and
+    without a near-idle gap before each timed replay, per repeat; and the evaluator's lt-auto
+    (both evaluations of each repeat) against the gapped and the default reference."""
+    by = {}
+    for r in read_csv(path):
+        by.setdefault((r["M"], r["repeat"]), {})[r["variant"]] = float(r["device_us"])
+    def pct(a, b):
+        return 100 * (a / b - 1)
+    apart = {m: [pct(v["top1"], v["top1gap"]) for (mm, _), v in by.items() if mm == m] for m in ("4096", "8192")}
+    big = [v for (m, _), v in by.items() if m == "8192"]
+    ev = [(v[e], v) for v in big for e in ("evaluator1", "evaluator2")]
+    to_gap = max(abs(pct(x, v["top1gap"])) for x, v in ev)
+    to_all = [pct(x, v["all"]) for x, v in ev]
+    return (f"8192³: {min(apart['8192']):.1f}–{max(apart['8192']):.1f} % apart in {len(big)} repeats "
+            f"(4096³: {min(apart['4096']):.1f}–{max(apart['4096']):.1f} %); the evaluator's lt-auto within "
+            f"{to_gap:.1f} % of the gapped reference, {max(to_all):+.1f} to {min(to_all):+.1f} % from the default one")
+
+
 def sweep_headroom():
     rows = read_csv("sweep_headroom_h200_2026-11-27/headroom.csv")
     r = [float(x["ratio"]) for x in rows]
@@ -165,11 +184,16 @@ def compile_rate():
 #  source: a docs/data file or a docs/history file, quote for history sources)
 ROWS = [
     dict(area="timing", metric="evaluator's cuBLASLt-autotuned time against a standalone graph timer (no shared code), 64³–16384³",
-         value=lambda: trust_agree("trust_h100_2026-11-27b.csv"), card=H100, date="2026-11-27", protocol=DEVICE,
-         command="`bash bench/gpu_integrity.sh B $OUT trust`", source="docs/data/trust_h100_2026-11-27b.csv"),
+         value=lambda: trust_agree("trust_h100_2026-11-27c.csv"), card=H100, date="2026-11-27", protocol=DEVICE,
+         command="`bash bench/gpu_integrity.sh B $OUT trust`", source="docs/data/trust_h100_2026-11-27c.csv"),
     dict(area="timing", metric="the same kernel evaluated twice",
-         value=lambda: trust_repeat("trust_h100_2026-11-27b.csv"), card=H100, date="2026-11-27", protocol=DEVICE,
-         command="`bash bench/gpu_integrity.sh B $OUT trust`", source="docs/data/trust_h100_2026-11-27b.csv"),
+         value=lambda: trust_repeat("trust_h100_2026-11-27c.csv"), card=H100, date="2026-11-27", protocol=DEVICE,
+         command="`bash bench/gpu_integrity.sh B $OUT trust`", source="docs/data/trust_h100_2026-11-27c.csv"),
+    dict(area="timing", metric="the standalone reference against itself at the 700 W cap: its top cuBLASLt algorithm, "
+         "with and without a near-idle 30 ms gap before each timed replay",
+         value=reference_neighbors, card=H100, date="2026-11-27", protocol=DEVICE,
+         command="`NB_EVAL_BUILD=B SEQ_REPEATS=3 bash bench/gpu_trust_neighbors.sh $OUT 4096,8192`",
+         source="docs/data/trust_h100_2026-11-27c/neighbors_run2/neighbors.csv"),
     dict(area="timing", metric="evaluator's cuBLASLt-autotuned time against a standalone graph timer (no shared code), 64³–16384³",
          value=lambda: trust_agree("trust_h200_2026-11-27.csv"), card="H200", date="2026-11-27", protocol=DEVICE,
          command="`bash bench/gpu_integrity.sh B $OUT trust`", source="docs/data/trust_h200_2026-11-27.csv"),
