@@ -93,6 +93,10 @@ int main(int argc, char** argv) {
   std::string shapes_arg = "64,128,256,512,768,1024,1536,2048,3072,4096,8192,16384", layout = "nn";
   int rounds = 15, max_algos = 32;
   long reserve_mb = 0, gap_us = 0;
+  if (argc % 2 == 0) {
+    std::fprintf(stderr, "bench_lt_graph: option %s has no value\n", argv[argc - 1]);
+    return 2;
+  }
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string k = argv[i];
     if (k == "--shapes") shapes_arg = argv[i + 1];
