@@ -11,13 +11,19 @@
 //
 //   nvcc -O2 -std=c++17 -arch=sm_90 bench_lt_graph.cu -lcublasLt -o bench_lt_graph
 //   ./bench_lt_graph [--shapes 64,256,...|MxNxK,...] [--layout nn|tn] [--rounds R]
-//                    [--reserve-mb MB] [--algos N] [--gap-us U] > out.csv
+//                    [--reserve-mb MB] [--algos N] [--gap-us U] [--clocks 1] > out.csv
 //
 // Two switches for what runs beside the timed replays (at the power cap a kernel's clock
 // follows what ran in the milliseconds before it, docs/timing.md): --algos N times only the
 // first N algorithms of the heuristic's list (1: the top one alone, back to back), --gap-us U
 // runs an untimed one-block spin kernel of ~U us (near-idle power) before each timed replay's
 // refresh, as a slower, low-power contender interleaved beside it would.
+//
+// --clocks 1: a one-thread-per-block stamp kernel (SM id, %globaltimer, clock64) on every SM
+// right before and after each timed replay, outside its events; each replay's SM clock is the
+// median over SMs of cycles / ns between the two, and its time at the rated clock is
+// t * f / f_rated. The row then carries the best algorithm's median clock and median rated time
+// (0 without --clocks), which take the clock out of a comparison at the power cap.
 #include <cublasLt.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -77,6 +83,33 @@ __global__ void spin_ns(unsigned long long ns) {
   } while (t - t0 < ns);
 }
 
+// Where each SM is when the stamp reaches it: slots[2 * smid] = global ns, [2 * smid + 1] = cycles.
+__global__ void clock_stamp(unsigned long long* slots, unsigned n_slots) {
+  if (threadIdx.x != 0) return;
+  unsigned smid;
+  unsigned long long ns;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(ns));
+  long long cycles = clock64();
+  if (smid < n_slots) {
+    slots[2 * smid] = ns;
+    slots[2 * smid + 1] = static_cast<unsigned long long>(cycles);
+  }
+}
+constexpr unsigned kSmSlots = 1024;  // %smid's bound
+
+// The median over SMs of the clock between two stamps (MHz; 0 if no SM was stamped twice).
+double stamped_mhz(const std::vector<unsigned long long>& a, const std::vector<unsigned long long>& b) {
+  std::vector<double> f;
+  for (unsigned sm = 0; sm < kSmSlots; ++sm) {
+    unsigned long long n0 = a[2 * sm], c0 = a[2 * sm + 1], n1 = b[2 * sm], c1 = b[2 * sm + 1];
+    if (n0 != 0 && n1 > n0 && c1 > c0) f.push_back(1000.0 * static_cast<double>(c1 - c0) / static_cast<double>(n1 - n0));
+  }
+  if (f.empty()) return 0;
+  std::sort(f.begin(), f.end());
+  return f[f.size() / 2];
+}
+
 struct Set {
   half *a, *b, *c;
 };
@@ -93,6 +126,7 @@ int main(int argc, char** argv) {
   std::string shapes_arg = "64,128,256,512,768,1024,1536,2048,3072,4096,8192,16384", layout = "nn";
   int rounds = 15, max_algos = 32;
   long reserve_mb = 0, gap_us = 0;
+  bool clocks = false;
   if (argc % 2 == 0) {
     std::fprintf(stderr, "bench_lt_graph: option %s has no value\n", argv[argc - 1]);
     return 2;
@@ -105,6 +139,7 @@ int main(int argc, char** argv) {
     else if (k == "--rounds") rounds = std::atoi(argv[i + 1]);
     else if (k == "--algos") max_algos = std::atoi(argv[i + 1]);
     else if (k == "--gap-us") gap_us = std::atol(argv[i + 1]);
+    else if (k == "--clocks") clocks = std::atoi(argv[i + 1]) != 0;
     else {
       std::fprintf(stderr, "bench_lt_graph: unknown option %s\n", k.c_str());
       return 2;
@@ -141,11 +176,16 @@ int main(int argc, char** argv) {
     CK(cudaMemset(held, 0, static_cast<size_t>(reserve_mb) << 20));
     CK(cudaDeviceSynchronize());
   }
+  int rated_khz = 0;
+  CK(cudaDeviceGetAttribute(&rated_khz, cudaDevAttrClockRate, 0));
+  unsigned long long* stamps_dev;  // two stamp sets: before and after a replay
+  CK(cudaMalloc(&stamps_dev, 2 * 2 * kSmSlots * sizeof(unsigned long long)));
+  std::vector<unsigned long long> st0(2 * kSmSlots), st1(2 * kSmSlots);
   cudaEvent_t e0, e1;
   CK(cudaEventCreate(&e0));
   CK(cudaEventCreate(&e1));
   std::mt19937 rng(7);
-  std::printf("device,%s\nM,N,K,layout,algos,best_algo,device_us,call_us,tflops\n", prop.name);
+  std::printf("device,%s\nM,N,K,layout,algos,best_algo,device_us,call_us,tflops,sm_mhz,rated_us\n", prop.name);
   for (const auto& s : shapes) {
     size_t free_b, total_b;
     CK(cudaMemGetInfo(&free_b, &total_b));
@@ -207,7 +247,7 @@ int main(int argc, char** argv) {
       CK(cudaGraphLaunch(ge, stream));  // upload + warm-up
     }
     CK(cudaStreamSynchronize(stream));
-    std::vector<std::vector<double>> t(graphs.size());
+    std::vector<std::vector<double>> t(graphs.size()), rated(graphs.size()), mhz(graphs.size());
     std::vector<size_t> order(graphs.size());
     for (size_t i = 0; i < order.size(); ++i) order[i] = i;
     for (int r = 0; r < rounds; ++r) {
@@ -216,13 +256,29 @@ int main(int argc, char** argv) {
         if (gap_us > 0) spin_ns<<<1, 32, 0, stream>>>(static_cast<unsigned long long>(gap_us) * 1000ull);
         refresh();
         CK(cudaMemsetAsync(flush, r & 0xff, flush_bytes, stream));
+        if (clocks) {
+          CK(cudaMemsetAsync(stamps_dev, 0, 2 * 2 * kSmSlots * sizeof(unsigned long long), stream));
+          clock_stamp<<<2 * prop.multiProcessorCount, 32, 0, stream>>>(stamps_dev, kSmSlots);
+        }
         CK(cudaEventRecord(e0, stream));
         CK(cudaGraphLaunch(graphs[g], stream));
         CK(cudaEventRecord(e1, stream));
+        if (clocks) clock_stamp<<<2 * prop.multiProcessorCount, 32, 0, stream>>>(stamps_dev + 2 * kSmSlots, kSmSlots);
         CK(cudaEventSynchronize(e1));
+        CK(cudaStreamSynchronize(stream));
         float ms;
         CK(cudaEventElapsedTime(&ms, e0, e1));
         t[g].push_back(ms * 1000.0 / kCalls);
+        if (clocks) {
+          CK(cudaMemcpy(st0.data(), stamps_dev, st0.size() * sizeof(unsigned long long), cudaMemcpyDeviceToHost));
+          CK(cudaMemcpy(st1.data(), stamps_dev + 2 * kSmSlots, st1.size() * sizeof(unsigned long long),
+                        cudaMemcpyDeviceToHost));
+          double f = stamped_mhz(st0, st1);
+          if (f > 0) {
+            mhz[g].push_back(f);
+            rated[g].push_back(t[g].back() * f / (rated_khz / 1000.0));
+          }
+        }
       }
     }
     size_t best = 0;
@@ -243,8 +299,10 @@ int main(int argc, char** argv) {
       calls.push_back(ms * 1000.0);
     }
     double dev_us = median(t[best]);
-    std::printf("%ld,%ld,%ld,%s,%zu,%d,%.3f,%.3f,%.1f\n", s.m, s.n, s.k, layout.c_str(), graphs.size(),
-                algo_of[best], dev_us, median(calls), 2.0 * s.m * s.n * s.k / dev_us * 1e-6);
+    const bool have_clock = !mhz[best].empty();
+    std::printf("%ld,%ld,%ld,%s,%zu,%d,%.3f,%.3f,%.1f,%.0f,%.3f\n", s.m, s.n, s.k, layout.c_str(), graphs.size(),
+                algo_of[best], dev_us, median(calls), 2.0 * s.m * s.n * s.k / dev_us * 1e-6,
+                have_clock ? median(mhz[best]) : 0.0, have_clock ? median(rated[best]) : 0.0);
     std::fflush(stdout);
     for (auto g : graphs) CK(cudaGraphExecDestroy(g));
     cublasLtMatmulPreferenceDestroy(pref);

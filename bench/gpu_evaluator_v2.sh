@@ -57,6 +57,10 @@ if [[ ,$phases, == *,trust,* ]]; then
     --busy-sources 48 --min-rounds "${TRUST_MIN_ROUNDS:-15}" 2>&1 | grep -v "^20..-..-.. " | tee "$out/trust.log"
   mkdir -p "$out/trust" && cp /tmp/gev2_trust/*.csv "$out/trust/"
   /tmp/bench_lt_graph --shapes "$shapes" --layout nn --rounds 15 > "$out/lt_graph2.csv"
+  # A third standalone run that also stamps the SM clock around each timed replay (outside its
+  # events): its time at the rated clock against the evaluator's lt-auto at the rated clock takes
+  # the clock out of the comparison, which at the power cap the as-run times cannot.
+  /tmp/bench_lt_graph --shapes "$shapes" --layout nn --rounds 15 --clocks 1 > "$out/lt_graph_clocks.csv"
   # Drift between evaluations in one worker: the kernel evaluated 4 times per shape, every
   # contender's device time per evaluation.
   "$build/bench/bench_timing_trust" --repeat-shapes 64,256,1024 --repeats 4 --out /tmp/gev2_repeat \
@@ -66,23 +70,30 @@ if [[ ,$phases, == *,trust,* ]]; then
   python3 - "$out" <<'PY'
 import csv, sys, os
 out = sys.argv[1]
-lt, lt2 = {}, {}
+lt, lt2, ltc = {}, {}, {}
 for path, d in (("lt_graph.csv", lt), ("lt_graph2.csv", lt2)):
     for row in csv.reader(open(os.path.join(out, path))):
         if row and row[0].isdigit(): d[int(row[0])] = (float(row[6]), float(row[7]))
+# The clocks run: M,N,K,layout,algos,best_algo,device_us,call_us,tflops,sm_mhz,rated_us.
+for row in csv.reader(open(os.path.join(out, "lt_graph_clocks.csv"))):
+    if row and row[0].isdigit(): ltc[int(row[0])] = (float(row[6]), float(row[9]), float(row[10]))
 ev = list(csv.DictReader(open(os.path.join(out, "trust", "trust.csv"))))
-lines = ["| shape | standalone lt before / after (device us) | evaluator lt-auto (device us) | diff to the nearer | lt call us (standalone / evaluator) | kernel run1 / run2 (us) | repeat diff | kernel MHz run1 / run2 | kernel rated run1 / run2 (us) | rated repeat diff | lt-auto run1 / run2 (us) | lt-auto MHz | lt-auto cv | cublas-nn cv | torch cv |",
-         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+lines = ["| shape | standalone lt before / after (device us) | evaluator lt-auto (device us) | diff to the nearer | lt call us (standalone / evaluator) | kernel run1 / run2 (us) | repeat diff | kernel MHz run1 / run2 | kernel rated run1 / run2 (us) | rated repeat diff | lt-auto run1 / run2 (us) | lt-auto MHz | lt-auto cv | cublas-nn cv | torch cv | standalone clocks run: us, MHz, rated us | evaluator lt-auto rated us | rated diff |",
+         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
 f = lambda r, k: float(r.get(k) or "nan")
 for r in ev:
     s = int(r["M"]); sd, sc = lt.get(s, (float("nan"), float("nan"))); sd2 = lt2.get(s, (float("nan"),))[0]
     e = float(r["lt_auto_us"])
     ds = [(e / x - 1) * 100 for x in (sd, sd2) if x == x and x > 0]
     d = min(ds, key=abs) if ds else float("nan")
+    cu, cm, cr = ltc.get(s, (float("nan"),) * 3)
+    er = f(r, "lt_auto_rated_us")
+    rd = (er / cr - 1) * 100 if cr == cr and cr > 0 else float("nan")
     lines.append(f"| {s}^3 | {sd:.2f} / {sd2:.2f} | {e:.2f} | {d:+.2f}% | {sc:.2f} / {float(r['lt_auto_call_us']):.2f} | "
                  f"{float(r['run1_us']):.2f} / {float(r['run2_us']):.2f} | {float(r['repeat_diff_pct']):.2f}% | "
                  f"{f(r, 'run1_mhz'):.0f} / {f(r, 'run2_mhz'):.0f} | {f(r, 'run1_rated_us'):.2f} / {f(r, 'run2_rated_us'):.2f} | {f(r, 'rated_diff_pct'):.2f}% | "
-                 f"{e:.2f} / {f(r, 'lt_auto_run2_us'):.2f} | {f(r, 'lt_auto_mhz'):.0f} | {float(r['lt_auto_cv']):.4f} | {float(r['cublas-nn_cv']):.4f} | {float(r['torch_cv']):.4f} |")
+                 f"{e:.2f} / {f(r, 'lt_auto_run2_us'):.2f} | {f(r, 'lt_auto_mhz'):.0f} | {float(r['lt_auto_cv']):.4f} | {float(r['cublas-nn_cv']):.4f} | {float(r['torch_cv']):.4f} | "
+                 f"{cu:.2f}, {cm:.0f}, {cr:.2f} | {er:.2f} | {rd:+.2f}% |")
 busy = list(csv.DictReader(open(os.path.join(out, "trust", "busy.csv"))))
 lines += ["", "| shape | quiet windows | lt-auto idle (us) | lt-auto beside compiles (us) | change |", "|---|---|---|---|---|"]
 for i in range(0, len(busy) - 1, 2):

@@ -23,7 +23,9 @@ nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,temperature.gpu,clocks_thr
   --format=csv -lms 500 > "$out/smi.csv" 2>/dev/null &
 smi=$!
 trap 'kill $smi 2>/dev/null' EXIT
-echo "variant,repeat,start_utc,end_utc,M,N,K,algos,device_us" > "$out/neighbors.csv"
+# sm_mhz / rated_us: the SM clock stamped around each timed replay and the time at the rated
+# clock (bench_lt_graph --clocks 1; the evaluator's own stamps for its rows).
+echo "variant,repeat,start_utc,end_utc,M,N,K,algos,device_us,sm_mhz,rated_us" > "$out/neighbors.csv"
 for rep in $(seq 1 "${SEQ_REPEATS:-2}"); do
   for v in all top1 top1gap; do
     case $v in
@@ -32,12 +34,12 @@ for rep in $(seq 1 "${SEQ_REPEATS:-2}"); do
       top1gap) args=(--algos 1 --gap-us "${GAP_US:-30000}") ;;
     esac
     t0=$(date -u +%H:%M:%S.%N | cut -c1-12)
-    /tmp/bench_lt_graph_nb --shapes "$shapes" --layout nn --rounds 15 "${args[@]}" > "/tmp/nb_$v$rep.csv" || exit 1
+    /tmp/bench_lt_graph_nb --shapes "$shapes" --layout nn --rounds 15 --clocks 1 "${args[@]}" > "/tmp/nb_$v$rep.csv" || exit 1
     t1=$(date -u +%H:%M:%S.%N | cut -c1-12)
-    # The timer's rows: M,N,K,layout,algos,best_algo,device_us,call_us,tflops.
-    awk -F, -v v=$v -v r=$rep -v a="$t0" -v b="$t1" 'NR > 2 { print v "," r "," a "," b "," $1 "," $2 "," $3 "," $5 "," $7 }' \
+    # The timer's rows: M,N,K,layout,algos,best_algo,device_us,call_us,tflops,sm_mhz,rated_us.
+    awk -F, -v v=$v -v r=$rep -v a="$t0" -v b="$t1" 'NR > 2 { print v "," r "," a "," b "," $1 "," $2 "," $3 "," $5 "," $7 "," $10 "," $11 }' \
       "/tmp/nb_$v$rep.csv" >> "$out/neighbors.csv"
-    echo "$v repeat $rep ($t0-$t1 UTC): $(awk -F, 'NR > 2 { printf "%s³ %s us (%s algos)  ", $1, $7, $5 }' "/tmp/nb_$v$rep.csv")"
+    echo "$v repeat $rep ($t0-$t1 UTC): $(awk -F, 'NR > 2 { printf "%s³ %s us (%s algos, %s MHz, rated %s us)  ", $1, $7, $5, $10, $11 }' "/tmp/nb_$v$rep.csv")"
   done
   if [[ -n "${NB_EVAL_BUILD:-}" ]]; then
     rm -rf "/tmp/nb_eval$rep"
@@ -50,8 +52,8 @@ import csv, sys
 path, rep, t0, t1, out = sys.argv[1:]
 with open(out, "a") as f:
     for r in csv.DictReader(open(path)):
-        for run, key in (("1", "lt_auto_us"), ("2", "lt_auto_run2_us")):
-            f.write(f"evaluator{run},{rep},{t0},{t1},{r['M']},{r['M']},{r['M']},,{r[key]}\n")
+        for run, key, rkey in (("1", "lt_auto_us", "lt_auto_rated_us"), ("2", "lt_auto_run2_us", "lt_auto_run2_rated_us")):
+            f.write(f"evaluator{run},{rep},{t0},{t1},{r['M']},{r['M']},{r['M']},,{r[key]},{r['lt_auto_mhz'] if run == '1' else ''},{r[rkey]}\n")
         print(f"evaluator repeat {rep} ({t0}-{t1} UTC): {r['M']}³ lt-auto {r['lt_auto_us']} / {r['lt_auto_run2_us']} us at {r['lt_auto_mhz']} MHz")
 PY
   fi
