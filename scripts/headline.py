@@ -128,6 +128,25 @@ def reference_neighbors(path="trust_h100_2026-11-27c/neighbors_run2/neighbors.cs
             f"{to_gap:.1f} % of the gapped reference, {max(to_all):+.1f} to {min(to_all):+.1f} % from the default one")
 
 
+def trust_runs(metric, paths):
+    """One trust metric over several runs of the same day, the newest first: every run shown, so a
+    run that met the line stands beside the runs that missed it."""
+    first, *rest = paths
+    text = metric(first)
+    if rest:
+        text += " · the day's runs before it, newest first: " + " · ".join(metric(p) for p in rest)
+    return text
+
+
+def trust_rated(path):
+    """The evaluator's lt-auto and the standalone timer's clocks run, both at the rated clock
+    (each replay's time × its stamped SM clock / the rated clock)."""
+    rows = read_csv(path)
+    worst = max(rows, key=lambda r: abs(float(r["rated_diff_pct"])))
+    return (f"within {abs(float(worst['rated_diff_pct'])):.2f} % at {len(rows)}/{len(rows)} shapes "
+            f"(largest {float(worst['rated_diff_pct']):+.2f} % at {worst['shape']}³)")
+
+
 def sweep_headroom():
     rows = read_csv("sweep_headroom_h200_2026-11-27/headroom.csv")
     r = [float(x["ratio"]) for x in rows]
@@ -184,11 +203,20 @@ def compile_rate():
 #  source: a docs/data file or a docs/history file, quote for history sources)
 ROWS = [
     dict(area="timing", metric="evaluator's cuBLASLt-autotuned time against a standalone graph timer (no shared code), 64³–16384³",
-         value=lambda: trust_agree("trust_h100_2026-11-27c.csv"), card=H100, date="2026-11-27", protocol=DEVICE,
-         command="`bash bench/gpu_integrity.sh B $OUT trust`", source="docs/data/trust_h100_2026-11-27c.csv"),
+         value=lambda: trust_runs(trust_agree, ["trust_h100_2026-11-27e.csv", "trust_h100_2026-11-27d.csv",
+                                                "trust_h100_2026-11-27c.csv", "trust_h100_2026-11-27b.csv"]),
+         card=H100, date="2026-11-27", protocol=DEVICE,
+         command="`bash bench/gpu_integrity.sh B $OUT trust`", source="docs/data/trust_h100_2026-11-27e.csv"),
     dict(area="timing", metric="the same kernel evaluated twice",
-         value=lambda: trust_repeat("trust_h100_2026-11-27c.csv"), card=H100, date="2026-11-27", protocol=DEVICE,
-         command="`bash bench/gpu_integrity.sh B $OUT trust`", source="docs/data/trust_h100_2026-11-27c.csv"),
+         value=lambda: trust_runs(trust_repeat, ["trust_h100_2026-11-27e.csv", "trust_h100_2026-11-27d.csv",
+                                                 "trust_h100_2026-11-27c.csv", "trust_h100_2026-11-27b.csv"]),
+         card=H100, date="2026-11-27", protocol=DEVICE,
+         command="`bash bench/gpu_integrity.sh B $OUT trust`", source="docs/data/trust_h100_2026-11-27e.csv"),
+    dict(area="timing", metric="evaluator's cuBLASLt-autotuned time against the standalone timer's, both at the rated "
+         "clock (each replay's SM clock stamped), 64³–16384³",
+         value=lambda: trust_runs(trust_rated, ["trust_h100_2026-11-27e.csv", "trust_h100_2026-11-27d.csv"]),
+         card=H100, date="2026-11-27", protocol=DEVICE + " at the rated clock",
+         command="`bash bench/gpu_integrity.sh B $OUT trust`", source="docs/data/trust_h100_2026-11-27e.csv"),
     dict(area="timing", metric="the standalone reference against itself at the 700 W cap: its top cuBLASLt algorithm, "
          "with and without a near-idle 30 ms gap before each timed replay",
          value=reference_neighbors, card=H100, date="2026-11-27", protocol=DEVICE,
