@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <string>
@@ -77,6 +78,32 @@ int main(int argc, char** argv) {
               "mean worker %.3f s/candidate (serial per GPU)\n",
               s, 60.0 * n / s, compile_s / n, worker_s / n);
   for (const auto& [k2, v] : statuses) std::printf("  %-40s %d\n", k2.c_str(), v);
+  // Where a candidate's worker time goes (metrics.profile_s, issue 38): mean wall seconds per
+  // candidate by phase; nested phases (t_* inside timing, capture_msg inside checks/sets) are
+  // shown as they were measured, so the column does not sum to the worker time.
+  std::map<std::string, double> prof;
+  int profiled = 0, spares = 0;
+  for (const auto& r : rs) {
+    if (r.metrics.contains("profile_s")) {
+      ++profiled;
+      for (const auto& [k2, v] : r.metrics["profile_s"].items()) prof[k2] += v.get<double>();
+    }
+    spares += r.metrics.value("runner_spare", false) ? 1 : 0;
+  }
+  if (profiled > 0) {
+    std::printf("profile over %d candidates (mean ms per candidate; %d took a spare runner):\n", profiled, spares);
+    for (const auto& [k2, v] : prof) std::printf("  profile %-22s %8.2f\n", k2.c_str(), 1e3 * v / profiled);
+  }
+  if (const char* dump = std::getenv("KERNELRL_BENCH_DUMP")) {  // the sources, for nvcc -time
+    std::filesystem::create_directories(dump);
+    for (int i = 0; i < n; ++i) {
+      std::FILE* f = std::fopen((std::filesystem::path(dump) / ("bench_" + std::to_string(i) + ".cu")).c_str(), "w");
+      if (f) {
+        std::fputs(sources[i].c_str(), f);
+        std::fclose(f);
+      }
+    }
+  }
   std::error_code ec;
   std::filesystem::remove_all(dir, ec);
   return statuses.count("ok") && statuses["ok"] == n ? 0 : 1;

@@ -93,6 +93,7 @@ nlohmann::json time_metrics(const StepTimes& t, int64_t overlap) {
           {"runner_start_s", t.runner_start},
           {"runners", t.runners},
           {"spare_runners", t.spare_runners},
+          {"baseline_disagreed", t.baseline_disagreed},
           {"evaluate_s", t.compile + t.time},
           {"overlap", overlap},
           {"update_s", t.update},

@@ -63,6 +63,7 @@ void RlScorer::finish(StepBatch& batch, Plan plan, int64_t exemplar_step, bool r
       batch.times.runner_start += r.metrics.value("runner_start_s", 0.0);
       ++batch.times.runners;
       batch.times.spare_runners += r.metrics.value("runner_spare", false) ? 1 : 0;
+      batch.times.baseline_disagreed += r.metrics.value("baseline_disagreed", false) ? 1 : 0;
     }
   std::vector<Scored>& out = plan.out;
   for (size_t j = 0; j < results.size(); ++j)

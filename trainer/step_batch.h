@@ -34,6 +34,9 @@ struct StepTimes {
   // many evaluations there were and how many took a spare.
   double runner_start = 0;
   int64_t runners = 0, spare_runners = 0;
+  // Passing candidates whose reference, timed beside them, disagreed with a clean re-measurement
+  // (metrics.baseline_disagreed: scored against the clean time; a busy host does this).
+  int64_t baseline_disagreed = 0;
   int64_t tokens = 0;  // tokens generated within this step's wall time (the next step's too)
 };
 
@@ -59,6 +62,7 @@ struct StepBatch {
     times.runner_start += more.times.runner_start;
     times.runners += more.times.runners;
     times.spare_runners += more.times.spare_runners;
+    times.baseline_disagreed += more.times.baseline_disagreed;
   }
 };
 

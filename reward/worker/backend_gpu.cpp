@@ -25,6 +25,8 @@
 namespace kernelrl::worker {
 
 cudaError_t launch_gate(const int* open_device_ptr, long long max_cycles, cudaStream_t stream);
+cudaError_t launch_flush(void* buffer, size_t bytes, unsigned value, bool evict_last_pass, int sms,
+                         cudaStream_t stream);
 cudaError_t launch_probe(float* data, cudaStream_t stream);
 cudaError_t launch_clock_stamp(unsigned long long* slots, unsigned n_slots, int blocks, cudaStream_t stream);
 
@@ -273,8 +275,28 @@ class GpuBackend final : public Backend {
     cudaGetLastError();
     return persisting > persisting_default_ ? persisting - persisting_default_ : 0;
   }
+  // The flush (gate.cu, launch_flush): an evict_last write pass over twice the L2, then a pass
+  // that demotes each line to normal and writes it again; lines a candidate kept with an L2
+  // evict_last policy do not survive it (docs/sandbox.md, "Cold means cold"). The old single
+  // memset, which they survive, stays reachable for the fixtures' comparison:
+  // KERNELRL_L2_FLUSH=memset (also: reset = cudaCtxResetPersistingL2Cache + memset; normal = the
+  // second pass alone).
   void flush_l2() override {
-    cudaError_t e = cudaMemsetAsync(flush_, ++flush_value_, flush_bytes_, stream_);
+    static const std::string mode = [] {
+      const char* e = std::getenv("KERNELRL_L2_FLUSH");
+      return std::string(e && *e ? e : "evict_last");
+    }();
+    cudaError_t e = cudaSuccess;
+    flush_value_ += 2;
+    if (mode == "memset" || mode == "reset") {
+      if (mode == "reset") {
+        cudaCtxResetPersistingL2Cache();
+        cudaGetLastError();
+      }
+      e = cudaMemsetAsync(flush_, static_cast<int>(flush_value_ & 0xff), flush_bytes_, stream_);
+    } else {
+      e = launch_flush(flush_, flush_bytes_, flush_value_, mode != "normal", sms_, stream_);
+    }
     if (e != cudaSuccess) fatal(e, "flushing the L2");
   }
   double probe_us() override {
@@ -392,7 +414,7 @@ class GpuBackend final : public Backend {
   void* reserve_ = nullptr;
   size_t flush_bytes_ = 0;
   size_t persisting_default_ = 0;  // this context's L2 set-aside for persisting accesses at start
-  unsigned char flush_value_ = 0;
+  unsigned flush_value_ = 0;
 
   static std::string first_line(const std::string& s) {
     auto nl = s.find('\n');

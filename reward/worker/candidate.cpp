@@ -2,10 +2,12 @@
 
 #include <chrono>
 #include <cstring>
+#include <optional>
 #include <sstream>
 #include <thread>
 
 #include "reward/worker/task_kind.h"
+#include "reward/worker/timing.h"
 
 #ifdef KERNELRL_HAVE_CUDA
 #include <cuda.h>
@@ -52,9 +54,13 @@ struct Candidate::Prepared {};
 
 Candidate::Candidate(Backend& be, Runner& runner, const std::string& so, double timeout_s)
     : be_(be), runner_(runner), timeout_s_(timeout_s) {
-  runner_.start(so, timeout_s_);
+  {
+    ProfScope p("runner_start_load");
+    runner_.start(so, timeout_s_);
+  }
 #ifdef KERNELRL_HAVE_CUDA
   if (be_.gpu()) {
+    ProfScope p("fatbin_load");
     try {
       module_ = std::make_unique<Module>(so);
     } catch (const std::exception& e) {
@@ -143,7 +149,9 @@ Candidate::Prepared& Candidate::prepared(const kernelrl_args& a, const CallBuffe
   if (released_) throw std::runtime_error("a candidate call with arguments that were not prepared before timing");
   auto p = std::make_unique<Prepared>();
 #ifdef KERNELRL_HAVE_CUDA
+  std::optional<ProfScope> phase(std::in_place, "capture_msg");
   GraphImage image = runner_.capture(a, timeout_s_);
+  phase.emplace("graph_rebuild");
   ++captures_;
   if (auto words = check_image(image, b); !words.empty()) peer_words_[key] = std::move(words);
   try {

@@ -152,6 +152,7 @@ struct Harness::Impl {
   // Spare runners (prepare_spares): started and ready, no candidate loaded, each with its own
   // scratch directory and log; a candidate takes the oldest (take_runner).
   std::deque<std::unique_ptr<Runner>> spares;
+  std::vector<Runner*> pending;  // spares launched, not yet awaited (launch_spares)
   uint64_t runner_seq = 0;
   // This evaluation's runner: its start and load (s), and whether it was a spare; reported with
   // every result, a failed one's too.
@@ -262,6 +263,7 @@ struct Harness::Impl {
   // gate, then the structural checks. Returns the outputs as the stream left them.
   std::vector<at::Tensor> checked_call(Candidate& cand, std::vector<Guarded>& ins, std::vector<Guarded>& outs,
                                        const std::vector<int64_t>& dims, double timeout_s) {
+    ProfScope phase("checked_call");
     std::vector<at::Tensor> clones, snaps;
     for (auto& g : ins) {
       g.reset_guards();
@@ -452,18 +454,21 @@ struct Harness::Impl {
   // inside the measured time.
   nlohmann::json run(const TaskSpec& task, const std::string& so, const Opts& o, const Tick& tick) {
     runner_metrics = nlohmann::json::object();
+    take_profile();  // this evaluation's phases only
     auto probe = [&](const std::string& where) { diag_probe(be, where); };
     probe("start");
     stream_gate = o.stream_gate;
     at::manual_seed(o.seed_base);
     // Device state an earlier evaluation could have left (docs/sandbox.md): cleared first.
+    std::optional<ProfScope> phase(std::in_place, "kind");
     be.reset_device_state();
     auto kind = make_task_kind(task, be, dev, baselines, o);
+    phase.emplace("runner");
     // A fresh runner holds the candidate's host code (its static initializers run now); here only
     // the work it enqueues runs (GPU), or the calls it makes on the arena (host).
     const auto runner_t0 = std::chrono::steady_clock::now();
     bool spare = false;
-    std::unique_ptr<Runner> runner = take_runner(spare);
+    std::unique_ptr<Runner> runner = take_runner(spare, tick);
     runner_metrics["runner_spare"] = spare;  // the runner was started before this evaluation
     Candidate cand(be, *runner, so, o.call_timeout_s);
     const double runner_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - runner_t0).count();
@@ -472,14 +477,25 @@ struct Harness::Impl {
     probe("kind made");
     nlohmann::json metrics = nlohmann::json::object();
 
+    // Spares run out after reward.spare_runners candidates (the evaluator starts them while the
+    // batch compiles): a new batch is launched now and comes up beside this candidate's checks;
+    // it is awaited before timing, so that nothing starts while this worker times.
+    if (be.gpu() && o.spare_runners > 0 && spares.empty() && !timing_diag("v3")) {
+      ProfScope p("spare_launch");
+      launch_spares(static_cast<size_t>(o.spare_runners));
+    }
+    phase.emplace("warm_up_call");
     warm_up_call(cand, *kind, o);
     tick("warm-up done");
     probe("warm-up call");
+    phase.emplace("checks");
     const CheckTrials checks = check_trials(cand, *kind, o, tick);
     metrics["check_trials"] = checks.trials;
     probe("checks");
 
+    phase.emplace("sets");
     TimedCalls calls = input_sets(cand, *kind, o, metrics);
+    phase.reset();
     for (const auto& [k, v] : runner_metrics.items()) metrics[k] = v;
     probe("timing sets");
 
@@ -488,13 +504,23 @@ struct Harness::Impl {
       const Tick& t;
       ~QuietEnd() { t("quiet:end"); }
     } quiet_end{tick};
+    if (!pending.empty()) {
+      ProfScope p("spare_await");
+      await_spares(tick);
+    }
+    phase.emplace("timing");
     const TimingOutcome timed = time_calls(cand, *kind, calls, o, tick, metrics);
     probe("timed");
 
+    phase.emplace("post_checks");
     const double post_dev = post_checks(cand, *kind, calls, o, timed, metrics);
     probe("post-timing check");
+    phase.emplace("result");
     if (auto p = take_probes(); !p.empty()) metrics["probes"] = p;
-    return passed_result(*kind, o, checks.trials, std::max(checks.max_dev, post_dev), timed, metrics);
+    nlohmann::json res = passed_result(*kind, o, checks.trials, std::max(checks.max_dev, post_dev), timed, metrics);
+    phase.reset();
+    res["metrics"]["profile_s"] = take_profile();
+    return res;
   }
 
   // A runner of its own for each runner started here: numbered scratch directory and log.
@@ -508,7 +534,8 @@ struct Harness::Impl {
   }
 
   // The oldest ready spare, else a runner that starts when the candidate loads.
-  std::unique_ptr<Runner> take_runner(bool& spare) {
+  std::unique_ptr<Runner> take_runner(bool& spare, const Tick& tick) {
+    if (!pending.empty()) await_spares(tick);  // launched by an evaluation that failed early
     while (!spares.empty()) {
       std::unique_ptr<Runner> r = std::move(spares.front());
       spares.pop_front();
@@ -526,20 +553,34 @@ struct Harness::Impl {
   // starts its own runner as without spares (a runner that cannot start is the worker's error,
   // never the candidate's verdict). Returns the spares ready.
   size_t prepare_spares(size_t count, const Tick& tick) {
+    await_spares(tick);
+    launch_spares(count);
+    await_spares(tick);
+    size_t ready = 0;
+    for (const auto& r : spares) ready += r->ready();
+    return ready;
+  }
+  // The first half of prepare_spares: spares launched (their contexts come up side by side,
+  // while the caller goes on), none awaited.
+  void launch_spares(size_t count) {
     // A spare that died while it waited is replaced, not counted.
     spares.erase(std::remove_if(spares.begin(), spares.end(), [](const auto& r) { return !r->ready(); }),
                  spares.end());
-    std::vector<Runner*> launched;
     while (spares.size() < count) {
       spares.push_back(std::make_unique<Runner>(numbered_runner()));
       try {
         spares.back()->launch();
-        launched.push_back(spares.back().get());
+        pending.push_back(spares.back().get());
       } catch (const std::exception&) {
         spares.pop_back();
         break;
       }
     }
+  }
+  // The second half: every launched spare read ready (or stopped: not ready, dropped later).
+  void await_spares(const Tick& tick) {
+    std::vector<Runner*> launched;
+    launched.swap(pending);
     for (Runner* r : launched) {
       try {
         r->await_ready();
@@ -548,9 +589,6 @@ struct Harness::Impl {
       }
       tick("spare");  // progress: the client counts silence as a hang
     }
-    size_t ready = 0;
-    for (const auto& r : spares) ready += r->ready();
-    return ready;
   }
 
   // Warm-up call (ungated): with lazy module loading the first launch loads the candidate's
@@ -620,7 +658,10 @@ struct Harness::Impl {
   TimedCalls input_sets(Candidate& cand, TaskKind& kind, const Opts& o, nlohmann::json& metrics) {
     TimedCalls c;
     c.names = kind.timeable(o.raw_baselines);
-    c.sets = timing_sets(kind, c.names, o, metrics);
+    {
+      ProfScope p("sets_alloc");
+      c.sets = timing_sets(kind, c.names, o, metrics);
+    }
     std::vector<Range> all_sets;
     std::vector<std::string> peer_names;  // "set 3 output 0", one per entry of all_sets
     for (const auto& s : c.sets) {
@@ -638,14 +679,20 @@ struct Harness::Impl {
     }
     be.sync_device();
     cand.set_peers(all_sets);
-    for (size_t s = 0; s < c.sets.size(); ++s) cand.prepare(c.args[s], c.bufs[s]);
+    {
+      ProfScope p("sets_capture");
+      for (size_t s = 0; s < c.sets.size(); ++s) cand.prepare(c.args[s], c.bufs[s]);
+    }
+    std::optional<ProfScope> step(std::in_place, "sets_release_runner");
     if (be.gpu()) cand.release_runner();
+    step.emplace("sets_reset_state");
     if (const size_t persisting = be.reset_device_state(); persisting > 0)
       fail("device_state",
            "after the candidate's runner ended, " + std::to_string(persisting) +
                " more bytes of L2 than the default were set aside for persisting accesses "
                "(cudaLimitPersistingL2CacheSize): reset, and the candidate refused",
            "reward_hack");
+    step.emplace("sets_peer_words");
     for (size_t s = 0; s < c.sets.size(); ++s)
       if (auto words = cand.peer_words(c.args[s]); !words.empty())
         verify_peer_words(cand, kind, c, s, words, all_sets, peer_names, o, metrics);
@@ -725,9 +772,7 @@ struct Harness::Impl {
     TimingPlan plan = timing_plan(o, sets.size());
     plan.verify_every_replay = !be.gpu();
     TimingHooks hooks;
-    hooks.refresh = [&](const std::vector<size_t>& idx) {
-      for (size_t s : idx) kind.refresh(sets[s]);
-    };
+    hooks.refresh = [&](const std::vector<size_t>& idx) { kind.refresh_sets(sets, idx); };
     hooks.poison = [&](size_t, const std::vector<size_t>& idx) {
       for (size_t s : idx)
         for (auto& out : sets[s].outputs) poison(out);
@@ -748,7 +793,10 @@ struct Harness::Impl {
                                 "calls did (" + f.check + ": " + f.reason + ")");
       }
     };
-    metrics["lt_auto"] = kind.prepare_timing(calls.names, sets, plan, hooks, rng, tick);
+    {
+      ProfScope p("t_prepare_lt");
+      metrics["lt_auto"] = kind.prepare_timing(calls.names, sets, plan, hooks, rng, tick);
+    }
     std::vector<Contender> cs;
     Contender candidate{"candidate", [&](size_t s) { invoke(cand, calls.args[s], calls.bufs[s]); }, {}};
     if (!be.gpu())
@@ -791,11 +839,13 @@ struct Harness::Impl {
   //    that call's deviation.
   double post_checks(Candidate& cand, TaskKind& kind, TimedCalls& calls, const Opts& o,
                      const TimingOutcome& timed, nlohmann::json& metrics) {
+    std::optional<ProfScope> phase(std::in_place, "post_boundary");
     if (be.gpu() && o.timing == "device" && !timed.times.empty()) {
       verify_call_boundaries(cand, kind, calls.sets, calls.args, calls.bufs, o,
                              timing_stats(timed.times[0].samples_us).median_us, metrics);
       metrics["boundary_verified"] = true;
     }
+    phase.emplace("post_wall");
     if (be.gpu()) {
       std::vector<double> wall, ev;
       be.ensure_marks(2);
@@ -816,6 +866,7 @@ struct Harness::Impl {
                                           fmt(e) + " us: work escaped the stream while timed");
     }
     diag_probe(be, "wall check");
+    phase.emplace("post_stale");
     Operands& s0 = calls.sets[0];
     std::vector<at::Tensor> prev;
     for (const auto& x : s0.outputs) prev.push_back(x.clone());
@@ -877,7 +928,12 @@ struct Harness::Impl {
     std::vector<Operands> sets;
     {
       ArenaScope in_arena(arena.get());
-      for (int64_t s = 0; s < n_sets; ++s) sets.push_back(kind.timing_set());
+      // At random places (the kind's timing_sets), and fixed only for the fixtures' comparison
+      // with the placement before issue 38 (KERNELRL_TIMING_DIAG=fixed_sets).
+      if (timing_diag("fixed_sets"))
+        for (int64_t s = 0; s < n_sets; ++s) sets.push_back(kind.timing_set());
+      else
+        sets = kind.timing_sets(n_sets, rng);
     }
     metrics["set_bytes"] = set_bytes;
     metrics["l2_bytes"] = info.l2_bytes;
@@ -903,6 +959,7 @@ struct Harness::Impl {
   // The baselines alone, in a worker that is running no candidate (the only measurements the
   // evaluator stores as a shape's baselines: docs/sandbox.md): same sets, engine and mode.
   nlohmann::json baselines_only(const TaskSpec& task, const Opts& o, const Tick& tick) {
+    if (!pending.empty()) await_spares(tick);  // nothing starts while this worker times
     be.reset_device_state();
     at::manual_seed(o.seed_base);
     auto kind = make_task_kind(task, be, dev, baselines, o);
@@ -913,9 +970,7 @@ struct Harness::Impl {
     TimingPlan plan = timing_plan(o, sets.size());
     plan.candidate_first = false;
     TimingHooks hooks;
-    hooks.refresh = [&](const std::vector<size_t>& idx) {
-      for (size_t s : idx) kind->refresh(sets[s]);
-    };
+    hooks.refresh = [&](const std::vector<size_t>& idx) { kind->refresh_sets(sets, idx); };
     tick("quiet:begin");
     struct QuietEnd {
       const Tick& t;

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <numeric>
 #include <map>
 
 #include "data/tasks/task_suite.h"
@@ -169,6 +170,57 @@ class HgemmKind final : public TaskKind {
     return s;
   }
 
+  // Every set's A, B (nn) and B (tn) in one slab per operand, each at a random 256-byte-aligned
+  // offset with a random gap (0-128 KiB) before it, in random order: the distance between two
+  // sets is no constant a candidate could learn from its captured calls. One slab per operand
+  // also lets refresh_sets draw every set's values in one launch per operand.
+  std::vector<Operands> timing_sets(int64_t n, std::mt19937_64& rng) override {
+    constexpr int64_t kAlignEl = 128;  // fp16 elements in 256 bytes
+    auto place = [&](int64_t elems, std::vector<int64_t>& off) {
+      std::vector<size_t> order(static_cast<size_t>(n));
+      std::iota(order.begin(), order.end(), size_t{0});
+      std::shuffle(order.begin(), order.end(), rng);
+      off.assign(order.size(), 0);
+      int64_t at = kAlignEl * static_cast<int64_t>(rng() % 64);
+      for (size_t s : order) {
+        off[s] = at;
+        at += (elems + kAlignEl - 1) / kAlignEl * kAlignEl + kAlignEl * static_cast<int64_t>(rng() % 512);
+      }
+      return at;
+    };
+    std::vector<int64_t> off_a, off_bnn, off_btn;
+    slab_a_ = at::empty({place(t_.m * t_.k, off_a)}, on(dev_, at::kHalf));
+    slab_bnn_ = need_nn_ ? at::empty({place(t_.k * t_.n, off_bnn)}, on(dev_, at::kHalf)) : at::Tensor();
+    slab_btn_ = need_tn_ ? at::empty({place(t_.k * t_.n, off_btn)}, on(dev_, at::kHalf)) : at::Tensor();
+    std::vector<Operands> sets(static_cast<size_t>(n));
+    for (size_t s = 0; s < sets.size(); ++s) {
+      at::Tensor a = slab_a_.narrow(0, off_a[s], t_.m * t_.k).view({t_.m, t_.k});
+      at::Tensor bnn, btn;
+      if (need_nn_) bnn = slab_bnn_.narrow(0, off_bnn[s], t_.k * t_.n).view({t_.k, t_.n});
+      if (need_tn_) btn = slab_btn_.narrow(0, off_btn[s], t_.k * t_.n).view({t_.n, t_.k});
+      sets[s].inputs = {a, t_.layout == "tn" ? btn : bnn};
+      sets[s].outputs = {at::empty({t_.m, t_.n}, on(dev_, at::kHalf))};
+      sets[s].extra = {bnn, btn};
+    }
+    refresh_sets(sets, {});
+    return sets;
+  }
+
+  // All sets (idx empty or every set): one normal_ per slab, B's tn copy drawn independently of
+  // its nn copy (the same distribution; each contender's answer is checked against its own
+  // inputs only). Fewer sets: refresh() each.
+  void refresh_sets(std::vector<Operands>& sets, const std::vector<size_t>& idx) override {
+    if (slab_a_.defined() && (idx.empty() || idx.size() == sets.size()) && !timing_diag("v3")) {
+      slab_a_.normal_();
+      if (slab_bnn_.defined()) slab_bnn_.normal_();
+      if (slab_btn_.defined()) slab_btn_.normal_();
+      return;
+    }
+    if (idx.empty())
+      for (auto& s : sets) refresh(s);
+    for (size_t s : idx) refresh(sets[s]);
+  }
+
   void refresh(Operands& s) override {
     s.inputs[0].normal_();
     at::Tensor &bnn = s.extra[0], &btn = s.extra[1];
@@ -310,6 +362,8 @@ class HgemmKind final : public TaskKind {
   nlohmann::json metrics() const override { return {{"baseline_deviation", base_dev_}}; }
 
  private:
+  at::Tensor slab_a_, slab_bnn_, slab_btn_;  // timing_sets' slabs (refresh_sets)
+
   void plan_layouts(const std::vector<std::string>& names) {
     need_nn_ = t_.layout == "nn";
     need_tn_ = t_.layout == "tn";
@@ -451,6 +505,22 @@ class GeneralKind final : public TaskKind {
 };
 
 }  // namespace
+
+std::vector<Operands> TaskKind::timing_sets(int64_t n, std::mt19937_64& rng) {
+  std::vector<Operands> sets;
+  for (int64_t s = 0; s < n; ++s) {
+    sets.push_back(timing_set());
+    const at::Tensor& in = sets.back().inputs.at(0);
+    sets.back().extra.push_back(at::empty({256 * static_cast<int64_t>(1 + rng() % 512)}, in.options().dtype(at::kByte)));
+  }
+  return sets;
+}
+
+void TaskKind::refresh_sets(std::vector<Operands>& sets, const std::vector<size_t>& idx) {
+  if (idx.empty())
+    for (auto& s : sets) refresh(s);
+  for (size_t s : idx) refresh(sets[s]);
+}
 
 std::unique_ptr<TaskKind> make_task_kind(const TaskSpec& task, Backend& be, at::Device dev,
                                          HgemmBaselines& baselines, const Opts& opts) {

@@ -87,6 +87,13 @@ class TaskKind {
   // ---- timing ----
   virtual Operands timing_set() = 0;            // a new input set with fresh values
   virtual void refresh(Operands& set) = 0;      // fresh values in place (same distribution)
+  // `n` timing sets at random places (issue 38, docs/sandbox.md "Cold means cold"): no constant
+  // stride leads a candidate from one set's buffers to the next. The default makes timing_set()
+  // n times with a random spacer after each (kept in the set's `extra`, after the kind's own).
+  virtual std::vector<Operands> timing_sets(int64_t n, std::mt19937_64& rng);
+  // Fresh values into sets[idx...] (untimed, before a timed unit). The default refreshes each;
+  // a kind may do all of them in a few launches.
+  virtual void refresh_sets(std::vector<Operands>& sets, const std::vector<size_t>& idx);
   virtual int64_t set_bytes(const std::vector<std::string>& baselines) = 0;
   // The requested raw baselines this kind and backend can time, in order.
   virtual std::vector<std::string> timeable(const std::vector<std::string>& requested) = 0;

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <numeric>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -21,7 +22,30 @@ nlohmann::json& probe_log() {
   return log;
 }
 
+nlohmann::json& profile_log() {
+  static nlohmann::json log = nlohmann::json::object();
+  return log;
+}
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
 }  // namespace
+
+void prof_add(const std::string& phase, double seconds) {
+  nlohmann::json& log = profile_log();
+  log[phase] = log.value(phase, 0.0) + seconds;
+}
+
+nlohmann::json take_profile() {
+  nlohmann::json out = profile_log();
+  profile_log() = nlohmann::json::object();
+  return out;
+}
+
+ProfScope::ProfScope(const char* phase) : phase_(phase), t0_(now_s()) {}
+ProfScope::~ProfScope() { prof_add(phase_, now_s() - t0_); }
 
 bool timing_diag(const char* flag) {
   static const std::string v = [] {
@@ -82,10 +106,12 @@ TimingOutcome time_contenders(Backend& be, std::vector<Contender> cs, const Timi
   auto next_set = [&] { return rot++ % n_sets; };
   // Untimed, before a timed unit: fresh values, then (cold) an L2 flush.
   auto prepare = [&](const std::vector<size_t>& sets) {
+    ProfScope p("t_refresh_flush");
     if (hooks.refresh) hooks.refresh(sets);
     if (plan.cold_l2) be.flush_l2();
   };
 
+  std::optional<ProfScope> phase(std::in_place, "t_warmup");
   // Warm-up (module load, library heuristics, allocator caches) before any capture.
   for (auto& c : cs) {
     for (int w = 0; w < plan.warmup; ++w) c.call(next_set());
@@ -97,8 +123,13 @@ TimingOutcome time_contenders(Backend& be, std::vector<Contender> cs, const Timi
   std::vector<size_t> graph_sets, graph_unique;
   std::vector<size_t> graph_of(cs.size(), 0);
   nlohmann::json graph_nodes = nlohmann::json::object();  // per contender: what its graph holds
+  phase.emplace("t_capture");
   if (device) {
     for (int i = 0; i < plan.graph_calls; ++i) graph_sets.push_back(static_cast<size_t>(i) % n_sets);
+    // The order the graph's calls take the sets in is drawn now, after the candidate's runner
+    // captured its calls and ended: a call cannot know which set the next one reads (issue 38,
+    // docs/sandbox.md "Cold means cold"). KERNELRL_TIMING_DIAG=fixed_sets keeps set order.
+    if (!timing_diag("fixed_sets")) std::shuffle(graph_sets.begin(), graph_sets.end(), rng);
     graph_unique = unique_sets(graph_sets);
     std::vector<Contender> kept;
     for (size_t c = 0; c < cs.size(); ++c) {
@@ -136,8 +167,11 @@ TimingOutcome time_contenders(Backend& be, std::vector<Contender> cs, const Timi
         be.wait_stream(plan.timeout_s * plan.graph_calls);
       }
       prepare(graph_unique);
+      std::optional<ProfScope> step;
+      if (verify) step.emplace("t_verify");
       if (verify && hooks.poison) hooks.poison(c, graph_unique);
       if (verify && plan.cold_l2) be.flush_l2();
+      if (!verify) step.emplace("t_replay");
       // The replay is queued behind a hold that opens once it is issued: the interval between
       // the marks is the graph's device time, not the host's latency in launching it.
       const bool hold = !timing_diag("nohold");
@@ -155,6 +189,7 @@ TimingOutcome time_contenders(Backend& be, std::vector<Contender> cs, const Timi
       if (hold) be.gate_open();
       be.wait_stream(plan.timeout_s * plan.graph_calls);
       if (verify && hooks.verify) hooks.verify(c, graph_unique);
+      step.reset();
       unit_clock = be.clock_mhz(0, 1);
       return be.elapsed_us(0, 1) / plan.graph_calls;
     }
@@ -173,6 +208,7 @@ TimingOutcome time_contenders(Backend& be, std::vector<Contender> cs, const Timi
   };
   // Device mode's companion: one eager call, the device idle when it is issued.
   auto eager_call = [&](size_t c) {
+    ProfScope p("t_eager");
     size_t s = next_set();
     prepare({s});
     be.wait_stream(plan.timeout_s);
@@ -183,6 +219,7 @@ TimingOutcome time_contenders(Backend& be, std::vector<Contender> cs, const Timi
     return be.elapsed_us(0, 1);
   };
 
+  phase.emplace("t_sizing");
   be.ensure_marks(2);
   // Size the rounds from one unit of the slowest contender.
   double slowest_us = 1;
@@ -202,6 +239,7 @@ TimingOutcome time_contenders(Backend& be, std::vector<Contender> cs, const Timi
     return us;
   };
 
+  phase.emplace("t_rounds");
   out.times.assign(cs.size(), {});
   for (size_t c = 0; c < cs.size(); ++c) out.times[c].name = cs[c].name;
   std::vector<size_t> order(cs.size());
@@ -212,12 +250,15 @@ TimingOutcome time_contenders(Backend& be, std::vector<Contender> cs, const Timi
         device && (plan.verify_every_replay || (r % verify_every == 0 && verified < plan.verify_rounds));
     for (size_t c : order) {
       out.times[c].samples_us.push_back(sample(c, verify_round && c == 0 && plan.candidate_first));
-      if (device && plan.call_times && !timing_diag("noeager")) out.times[c].call_us.push_back(eager_call(c));
+      if (device && plan.call_times && (r < plan.call_rounds || timing_diag("v3")) && !timing_diag("noeager"))
+        out.times[c].call_us.push_back(eager_call(c));
     }
     if (verify_round) ++verified;
     tick("round " + std::to_string(r + 1) + "/" + std::to_string(rounds));  // also the heartbeat
   }
+  phase.emplace("t_clear");
   if (device) be.clear_graphs();
+  phase.reset();
   out.rounds = rounds;
   out.metrics = {{"timing", plan.mode},       {"rounds", rounds},
                  {"l2", plan.cold_l2 ? "cold" : "hot"}, {"input_sets", n_sets},

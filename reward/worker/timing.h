@@ -10,8 +10,9 @@
 //           launches from CUDA graphs sees. The replay is queued behind a hold on the stream
 //           that opens once the marks and the replay are issued, so the host's latency in
 //           launching the graph is never inside the interval. Clock stamps around the replay
-//           give the SM clock it ran at, kept per sample. Each round also times one eager call
-//           per contender with events (its call time, reported beside).
+//           give the SM clock it ran at, kept per sample. The first call_rounds rounds also
+//           time one eager call per contender with events (its call time, reported beside).
+//           The graph's calls take the input sets in an order drawn after capture.
 //   call    events around each eager call: includes the host's cost of issuing it.
 //   server  call, after an exponential idle gap (mean gap_us) with the device drained.
 // Every mode draws fresh input values (refresh hook) into the sets a timed call or replay will
@@ -48,6 +49,8 @@ struct TimingPlan {
   size_t n_sets = 1;            // input sets the contenders can be called on
   bool candidate_first = true;  // contender 0 is the candidate (verified; capture failure throws)
   bool call_times = true;       // device: also one eager call per contender per round (call_us)
+  int call_rounds = 10;         // ... in the first this many rounds (the call time is reported
+                                // beside the device time, never ranked by: 10 samples suffice)
   // Every replay of the candidate is poisoned and verified, not verify_rounds of them (the host
   // backend, where the candidate's runner does the work the worker times).
   bool verify_every_replay = false;
@@ -87,8 +90,28 @@ std::vector<double> basis_samples(const ContenderTimes& t, const std::string& ba
 // Diagnostic switches (docs/benchmarks.md, measurement trust): KERNELRL_TIMING_DIAG is a
 // comma-separated list; timing_diag(flag) says whether it names `flag`. Flags: prereplay (an
 // untimed replay before each timed one), nohold, noeager, twice (a second timing pass in one
-// evaluation), dot (captured graphs as Graphviz to $KERNELRL_DIAG_DIR), probe (below).
+// evaluation), dot (captured graphs as Graphviz to $KERNELRL_DIAG_DIR), probe (below), and the
+// protocol before issue 38 for before/after runs in one build: fixed_sets (timing sets at a
+// constant stride, replayed in capture order), v3 (no spare refill, an eager call every round,
+// one refresh per set); with KERNELRL_L2_FLUSH=memset (backend_gpu.cpp) that is v3's worker.
 bool timing_diag(const char* flag);
+
+// The evaluation's profile (issue 38): wall seconds by phase ("runner", "checks", "t_rounds"...),
+// summed in this process over one evaluation; the harness hands them over with the result
+// (metrics.profile_s) and take_profile() clears them. Always on: a steady_clock read per scope.
+void prof_add(const std::string& phase, double seconds);
+nlohmann::json take_profile();
+class ProfScope {
+ public:
+  explicit ProfScope(const char* phase);
+  ~ProfScope();
+  ProfScope(const ProfScope&) = delete;
+  ProfScope& operator=(const ProfScope&) = delete;
+
+ private:
+  const char* phase_;
+  double t0_;
+};
 
 // With "probe": diag_probe times the backend's built-in probe kernel and logs it under `where`;
 // take_probes() hands the log over (and clears it). Without the switch both do nothing.
