@@ -478,11 +478,14 @@ struct Harness::Impl {
     nlohmann::json metrics = nlohmann::json::object();
 
     // Spares run out after reward.spare_runners candidates (the evaluator starts them while the
-    // batch compiles): a new batch is launched now and comes up beside this candidate's checks;
-    // it is awaited before timing, so that nothing starts while this worker times.
+    // batch compiles): then the next candidate's runner is launched now and comes up beside this
+    // candidate's checks; it is awaited before timing, so that nothing starts while this worker
+    // times. One, not a batch: the driver creates contexts one at a time (a batch of 16 cost
+    // 114 ms a candidate to await, and each runner's teardown rose from 63 to 93 ms with 16
+    // contexts alive: H200, 2026-11-28, docs/history/2026-11-28-evaluator-v4-issue38.md).
     if (be.gpu() && o.spare_runners > 0 && spares.empty() && !timing_diag("v3")) {
       ProfScope p("spare_launch");
-      launch_spares(static_cast<size_t>(o.spare_runners));
+      launch_spares(1);
     }
     phase.emplace("warm_up_call");
     warm_up_call(cand, *kind, o);
