@@ -563,8 +563,8 @@ struct Harness::Impl {
     for (const auto& r : spares) ready += r->ready();
     return ready;
   }
-  // The first half of prepare_spares: spares launched (their contexts come up side by side,
-  // while the caller goes on), none awaited.
+  // The first half of prepare_spares: spares launched, none awaited; the caller goes on while
+  // they come up (the driver creates their contexts one at a time: H200, 2026-11-28).
   void launch_spares(size_t count) {
     // A spare that died while it waited is replaced, not counted.
     spares.erase(std::remove_if(spares.begin(), spares.end(), [](const auto& r) { return !r->ready(); }),
