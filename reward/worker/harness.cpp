@@ -931,9 +931,11 @@ struct Harness::Impl {
     std::vector<Operands> sets;
     {
       ArenaScope in_arena(arena.get());
-      // At random places (the kind's timing_sets), and fixed only for the fixtures' comparison
-      // with the placement before issue 38 (KERNELRL_TIMING_DIAG=fixed_sets).
-      if (timing_diag("fixed_sets"))
+      // At random places (the kind's timing_sets) on a GPU; one after another on the host backend
+      // (whose candidate calls over the arena slowed past the hang limit in slabs: RewardHost's
+      // adversarial test, 2-core host, 2026-11-28, not understood) and for the fixtures'
+      // comparison with the placement before issue 38 (KERNELRL_TIMING_DIAG=fixed_sets).
+      if (timing_diag("fixed_sets") || !be.gpu())
         for (int64_t s = 0; s < n_sets; ++s) sets.push_back(kind.timing_set());
       else
         sets = kind.timing_sets(n_sets, rng);

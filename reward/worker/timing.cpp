@@ -128,8 +128,9 @@ TimingOutcome time_contenders(Backend& be, std::vector<Contender> cs, const Timi
     for (int i = 0; i < plan.graph_calls; ++i) graph_sets.push_back(static_cast<size_t>(i) % n_sets);
     // The order the graph's calls take the sets in is drawn now, after the candidate's runner
     // captured its calls and ended: a call cannot know which set the next one reads (issue 38,
-    // docs/sandbox.md "Cold means cold"). KERNELRL_TIMING_DIAG=fixed_sets keeps set order.
-    if (!timing_diag("fixed_sets")) std::shuffle(graph_sets.begin(), graph_sets.end(), rng);
+    // docs/sandbox.md "Cold means cold"). KERNELRL_TIMING_DIAG=fixed_sets keeps set order; the
+    // host backend (no L2 to warm across calls that matters here) keeps it too.
+    if (be.gpu() && !timing_diag("fixed_sets")) std::shuffle(graph_sets.begin(), graph_sets.end(), rng);
     graph_unique = unique_sets(graph_sets);
     std::vector<Contender> kept;
     for (size_t c = 0; c < cs.size(); ++c) {

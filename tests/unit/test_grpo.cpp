@@ -377,9 +377,9 @@ TEST(RlMetrics, RowCarriesEveryFieldWithHandComputedValues) {
                         "best_speedup", "kl", "clip_fraction", "entropy", "ratio_mean", "grad_norm_last",
                         "update_tokens", "resample_rounds", "lr", "prompts_s", "generate_s", "compile_s",
                         "compile_wait_s", "time_s", "wait_s", "runner_start_s", "runners", "spare_runners",
-                        "evaluate_s", "overlap", "update_s", "step_s", "candidates"})
+                        "baseline_disagreed", "evaluate_s", "overlap", "update_s", "step_s", "candidates"})
     EXPECT_TRUE(m.contains(k)) << k;
-  EXPECT_EQ(m.size(), 43u);  // the loop adds stage, step and time
+  EXPECT_EQ(m.size(), 44u);  // the loop adds stage, step and time
   EXPECT_EQ(log.status, "reward 0.000 correct 50% (sampled 0%) best 2.00x");
 }
 
