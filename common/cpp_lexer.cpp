@@ -216,9 +216,9 @@ class Lexer {
     const char c1 = at(p1);
     if (c == '/' && c1 == '/') {
       t.kind = TokenKind::line_comment;
-      size_t p = p1, end = p1 + 1;
-      for (p = next(p1); p < n_ && s_[p] != '\n'; p = next(p)) end = p + 1;
-      t.end = end;
+      size_t p = next(p1);
+      while (p < n_ && s_[p] != '\n') p = next(p);
+      t.end = p;  // splices before the newline (or the end) are the comment's
     } else if (c == '/' && c1 == '*') {
       t.kind = TokenKind::block_comment;
       size_t p = next(p1);
