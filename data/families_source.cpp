@@ -63,7 +63,8 @@ std::string strip_comments(const std::string& text) {
       case cpp::TokenKind::block_comment: {
         line_had_comment = true;
         // a multi-line block comment: its newlines go, the line ends with it
-        if (!out.empty() && ident_char(out.back()) && t.end < text.size() && ident_char(text[t.end]))
+        if (!out.empty() && ident_char(out.back()) && t.end < text.size() &&
+            ident_char(text[t.end]))
           out += ' ';
         break;
       }

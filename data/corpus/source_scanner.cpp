@@ -81,7 +81,8 @@ class Scanner {
       if (s_[i] == '\n') newlines_.push_back(i);
     starts_.reserve(tokens_.size());
     for (const auto& t : tokens_) starts_.push_back(t.begin);
-    for (const auto& d : cpp::directives(s_, tokens_)) directives_.push_back({d.begin_byte, d.end_byte});
+    for (const auto& d : cpp::directives(s_, tokens_))
+      directives_.push_back({d.begin_byte, d.end_byte});
   }
 
   void scan_scope(size_t b, size_t e, const std::string& prefix, bool in_class, int depth) {
@@ -177,14 +178,16 @@ class Scanner {
   bool literal_at(size_t i) const { return cpp::is_literal(token_at(i).kind); }
   // A preprocessor line starts at i (its '#').
   bool directive_at(size_t i) const {
-    auto it = std::lower_bound(directives_.begin(), directives_.end(), std::make_pair(i, size_t{0}));
+    auto it =
+        std::lower_bound(directives_.begin(), directives_.end(), std::make_pair(i, size_t{0}));
     return it != directives_.end() && it->first == i;
   }
 
   size_t skip_comment(size_t i, size_t e) const { return std::min(token_at(i).end, e); }
   // Past the preprocessor line starting at i (to its newline; a block comment may carry it on).
   size_t skip_preproc(size_t i, size_t e) const {
-    auto it = std::lower_bound(directives_.begin(), directives_.end(), std::make_pair(i, size_t{0}));
+    auto it =
+        std::lower_bound(directives_.begin(), directives_.end(), std::make_pair(i, size_t{0}));
     return std::min(it->second, e);
   }
   size_t skip_literal(size_t i, size_t e) const { return std::min(token_at(i).end, e); }
@@ -502,8 +505,8 @@ class Scanner {
   const std::string& orig_;  // the text as written: unit code
   std::vector<SourceUnit>& out_;
   std::vector<size_t> newlines_;
-  std::vector<cpp::Token> tokens_;                    // of s_
-  std::vector<size_t> starts_;                        // tokens_[k].begin
+  std::vector<cpp::Token> tokens_;                     // of s_
+  std::vector<size_t> starts_;                         // tokens_[k].begin
   std::vector<std::pair<size_t, size_t>> directives_;  // preprocessor lines' [begin, end)
 };
 
