@@ -188,21 +188,30 @@ TEST(RewardScreen, IfZeroGroupsAreIgnoredButNotWhatFollows) {
             "spawns_process");
 }
 
-TEST(RewardScreen, MacrosArePastedNowhereAndReadWhereDefined) {
-  // Decision: ## (or its digraph %:%:) is refused; a macro body is code to the screen.
-  auto r = screen_source(
-      with_entry("#define X(a) pthread_##a\nvoid f() { X(create)(0, 0, 0, 0); }\n"), false);
-  EXPECT_EQ(r.rule, "pastes_tokens") << r.reason;
-  EXPECT_NE(r.reason.find("line 1"), std::string::npos) << r.reason;
-  EXPECT_EQ(screen_source(with_entry("#define X(a, b) a %:%: b\n"), false).rule, "pastes_tokens");
+TEST(RewardScreen, MacrosAreReadWhereDefinedNotExpanded) {
+  // Decision: the screen reads tokens, not expansions. A name built by ## (or its digraph %:%:,
+  // or a header's pasting macro such as glibc's __CONCAT, which no rule on ## could see) passes;
+  // the OS sandbox stops what it does (test_reward_sandbox.cpp: on the host backend a thread
+  // started through a pasted name is a sandbox_violation; sandbox_misbehave.h pastes its names).
+  EXPECT_TRUE(
+      screen_source(with_entry("#define X(a) pthread_##a\nvoid f() { X(create)(0, 0, 0, 0); }\n"),
+                    false)
+          .ok);
+  EXPECT_TRUE(screen_source(with_entry("#define X(a, b) a %:%: b\n"), false).ok);
+  EXPECT_TRUE(
+      screen_source(with_entry("void f() { __CONCAT(pthread_, create)(0, 0, 0, 0); }\n"), false)
+          .ok);
+  // A macro body is code: a banned name written there is found, as is one passed to a macro.
   EXPECT_EQ(
       screen_source(with_entry("#define SPAWN pthread_create\nvoid f() { SPAWN(0, 0, 0, 0); }\n"),
                     false)
           .rule,
       "spawns_thread");
-  // Stringizing alone and a ## in a string or comment are fine.
-  EXPECT_TRUE(
-      screen_source(with_entry("#define S(a) #a\nconst char* s = S(x) \"##\"; // ##\n"), false).ok);
+  EXPECT_EQ(
+      screen_source(
+          with_entry("#define CALL(f) f(0, 0, 0, 0)\nvoid g() { CALL(pthread_create); }\n"), false)
+          .rule,
+      "spawns_thread");
   // A header named through a macro is refused: the include rules could not read it.
   EXPECT_EQ(screen_source(with_entry("#define H <thread>\n#include H\n"), false).rule,
             "computed_include");
