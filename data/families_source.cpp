@@ -31,6 +31,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/cpp_lexer.h"
 #include "data/families_internal.h"
 
 namespace kernelrl::families {
@@ -38,77 +39,50 @@ namespace {
 
 // ---- comments ---------------------------------------------------------------------------------
 
-size_t skip_quoted(const std::string& s, size_t i) {  // s[i] is ' or "; returns past the closer
-  const char q = s[i++];
-  while (i < s.size() && s[i] != q && s[i] != '\n') i += s[i] == '\\' ? 2 : 1;
-  return std::min(i + 1, s.size());
-}
-
-// Raw string R"delim( ... )delim" starting at s[i] == 'R' (prefix letters before it are plain
-// identifier characters); returns past it, or i when s[i] does not start one.
-size_t skip_raw(const std::string& s, size_t i) {
-  if (s[i] != 'R' || i + 1 >= s.size() || s[i + 1] != '"') return i;
-  if (i > 0 && (std::isalnum(static_cast<unsigned char>(s[i - 1])) || s[i - 1] == '_') &&
-      !(s[i - 1] == 'u' || s[i - 1] == 'U' || s[i - 1] == 'L' || s[i - 1] == '8'))
-    return i;
-  const size_t open = s.find('(', i + 2);
-  if (open == std::string::npos) return i;
-  const std::string close = ")" + s.substr(i + 2, open - i - 2) + "\"";
-  const size_t end = s.find(close, open);
-  return end == std::string::npos ? s.size() : end + close.size();
-}
-
 bool ident_char(char c) {
   return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
 }
 
 // `text` without comments; a line that held only a comment goes, blanks before a comment that
 // ended a line go with it. A block comment between two identifier characters becomes a space.
+// Comments, literals and splices are common/cpp_lexer.h's.
 std::string strip_comments(const std::string& text) {
   std::string out;
   out.reserve(text.size());
   bool line_had_code = false, line_had_comment = false;
-  size_t i = 0;
   auto end_line = [&]() {
     while (!out.empty() && (out.back() == ' ' || out.back() == '\t')) out.pop_back();
     if (line_had_code || !line_had_comment) out += '\n';  // a comment's own line goes
     line_had_code = line_had_comment = false;
   };
-  while (i < text.size()) {
-    const char c = text[i];
-    if (c == '\n') {
-      end_line();
-      ++i;
-    } else if (c == '/' && i + 1 < text.size() && text[i + 1] == '/') {
-      line_had_comment = true;
-      while (i < text.size() && text[i] != '\n') {
-        // a backslash-newline continues a // comment: keep going past it
-        if (text[i] == '\\' && i + 1 < text.size() && text[i + 1] == '\n') ++i;
-        ++i;
+  for (const auto& t : cpp::lex(text)) {
+    switch (t.kind) {
+      case cpp::TokenKind::line_comment:
+        line_had_comment = true;
+        break;
+      case cpp::TokenKind::block_comment: {
+        line_had_comment = true;
+        // a multi-line block comment: its newlines go, the line ends with it
+        if (!out.empty() && ident_char(out.back()) && t.end < text.size() &&
+            ident_char(text[t.end]))
+          out += ' ';
+        break;
       }
-    } else if (c == '/' && i + 1 < text.size() && text[i + 1] == '*') {
-      const size_t end = text.find("*/", i + 2);
-      const size_t stop = end == std::string::npos ? text.size() : end + 2;
-      line_had_comment = true;
-      const bool glue =
-          !out.empty() && ident_char(out.back()) && stop < text.size() && ident_char(text[stop]);
-      // a multi-line block comment: its newlines go, the line ends with it
-      if (glue) out += ' ';
-      i = stop;
-    } else if (c == '"' || c == '\'') {
-      const size_t j = skip_quoted(text, i);
-      out.append(text, i, j - i);
-      line_had_code = true;
-      i = j;
-    } else if (c == 'R' && skip_raw(text, i) != i) {
-      const size_t j = skip_raw(text, i);
-      out.append(text, i, j - i);
-      line_had_code = true;
-      i = j;
-    } else {
-      if (c != ' ' && c != '\t') line_had_code = true;
-      out += c;
-      ++i;
+      case cpp::TokenKind::string_literal:
+      case cpp::TokenKind::char_literal:
+        out.append(text, t.begin, t.end - t.begin);
+        line_had_code = true;
+        break;
+      default:  // code, blanks, newlines (a splice's newline ends its physical line too)
+        for (size_t k = t.begin; k < t.end; ++k) {
+          const char c = text[k];
+          if (c == '\n') {
+            end_line();
+          } else {
+            if (c != ' ' && c != '\t') line_had_code = true;
+            out += c;
+          }
+        }
     }
   }
   if (!out.empty() && out.back() != '\n') end_line();
@@ -127,66 +101,39 @@ struct Token {
   std::string text;   // identifiers, numbers, punctuators; directives: the directive's name
 };
 
-const char* const kPunct3[] = {"<<=", ">>=", "...", "->*"};
-const char* const kPunct2[] = {"::", "->", "&&", "||", "==", "!=", "<=", ">=", "++", "--",
-                               "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<", ">>"};
-
+// The tokens of `s` (comments and blanks dropped; a preprocessor line is one directive token),
+// from common/cpp_lexer.h. Bytes no token kind takes are one-character punctuators.
 std::vector<Token> lex(const std::string& s) {
+  const auto flat = cpp::lex(s);
+  const auto dirs = cpp::directives(s, flat);
   std::vector<Token> out;
-  out.reserve(s.size() / 3);
-  size_t i = 0;
-  bool line_start = true;
-  while (i < s.size()) {
-    const char c = s[i];
-    if (c == '\n') {
-      line_start = true;
-      ++i;
+  out.reserve(flat.size());
+  size_t d = 0;
+  for (size_t i = 0; i < flat.size(); ++i) {
+    if (d < dirs.size() && i == dirs[d].hash) {
+      out.push_back({Kind::directive, dirs[d].begin_byte, dirs[d].end_byte, dirs[d].name});
+      i = dirs[d++].end - 1;
       continue;
     }
-    if (std::isspace(static_cast<unsigned char>(c))) {
-      ++i;
-      continue;
-    }
-    const size_t b = i;
-    if (c == '#' && line_start) {
-      size_t j = i + 1;
-      while (j < s.size() && (s[j] == ' ' || s[j] == '\t')) ++j;
-      size_t k = j;
-      while (k < s.size() && ident_char(s[k])) ++k;
-      const std::string name = s.substr(j, k - j);
-      while (k < s.size() && s[k] != '\n') k += (s[k] == '\\' && k + 1 < s.size()) ? 2 : 1;
-      out.push_back({Kind::directive, b, k, name});
-      i = k;
-      continue;
-    }
-    line_start = false;
-    if (c == 'R' && skip_raw(s, i) != i) {
-      i = skip_raw(s, i);
-      out.push_back({Kind::literal, b, i, ""});
-    } else if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
-      while (i < s.size() && ident_char(s[i])) ++i;
-      out.push_back({Kind::ident, b, i, s.substr(b, i - b)});
-    } else if (std::isdigit(static_cast<unsigned char>(c)) ||
-               (c == '.' && i + 1 < s.size() &&
-                std::isdigit(static_cast<unsigned char>(s[i + 1])))) {
-      while (i < s.size() &&
-             (ident_char(s[i]) || s[i] == '.' ||
-              ((s[i] == '+' || s[i] == '-') &&
-               (s[i - 1] == 'e' || s[i - 1] == 'E' || s[i - 1] == 'p' || s[i - 1] == 'P'))))
-        ++i;
-      out.push_back({Kind::number, b, i, s.substr(b, i - b)});
-    } else if (c == '"' || c == '\'') {
-      i = skip_quoted(s, i);
-      out.push_back({Kind::literal, b, i, ""});
-    } else {
-      std::string p(1, c);
-      for (const char* q : kPunct3)
-        if (q[0] == c && s.compare(i, 3, q) == 0) p = q;
-      if (p.size() == 1)
-        for (const char* q : kPunct2)
-          if (q[0] == c && s.compare(i, 2, q) == 0) p = q;
-      i += p.size();
-      out.push_back({Kind::punct, b, i, p});
+    const auto& t = flat[i];
+    switch (t.kind) {
+      case cpp::TokenKind::identifier:
+        out.push_back({Kind::ident, t.begin, t.end, cpp::spelling(s, t)});
+        break;
+      case cpp::TokenKind::number:
+        out.push_back({Kind::number, t.begin, t.end, cpp::spelling(s, t)});
+        break;
+      case cpp::TokenKind::string_literal:
+      case cpp::TokenKind::char_literal:
+      case cpp::TokenKind::header_name:
+        out.push_back({Kind::literal, t.begin, t.end, ""});
+        break;
+      case cpp::TokenKind::punctuator:
+      case cpp::TokenKind::other:
+        out.push_back({Kind::punct, t.begin, t.end, cpp::spelling(s, t)});
+        break;
+      default:
+        break;
     }
   }
   return out;

@@ -16,6 +16,7 @@
 #include <sstream>
 #include <thread>
 
+#include "common/cpp_lexer.h"
 #include "common/error.h"
 #include "common/fs.h"
 #include "reward/kernel_abi_text.h"  // generated: kKernelAbiText, the text of kernels/kernel_abi.h
@@ -61,131 +62,107 @@ std::string trim_compiler_log(const std::string& log, const std::string& strip_p
 }
 
 std::string normalize_source(const std::string& src) {
-  // Bail-outs: raw strings (backslash-newline is not spliced inside them) and __LINE__ (a
-  // comment's newlines move to its line's end, which would renumber that one line).
-  if (src.find("R\"") != std::string::npos || src.find("__LINE__") != std::string::npos ||
-      src.find("__builtin_LINE") != std::string::npos)
-    return "";
+  // Written from common/cpp_lexer's tokens; the text is byte for byte what the hand-written
+  // scanner before it produced (cache keys stay valid). Left to the exact key: __LINE__ (a
+  // comment's newlines move to its line's end, which would renumber that one line), raw strings
+  // (kept out when keys were first made), unterminated literals and comments.
+  const auto tokens = cpp::lex(src);
+  for (const auto& t : tokens) {
+    if (cpp::is_literal(t.kind) && !t.terminated) return "";
+    if (t.kind == cpp::TokenKind::block_comment && !t.terminated) return "";
+    if (t.kind == cpp::TokenKind::string_literal) {  // a raw string: its prefix ends with R
+      const size_t q = t.text(src).find('"');
+      if (q > 0 && q != std::string_view::npos && src[t.begin + q - 1] == 'R') return "";
+    }
+    if (t.kind == cpp::TokenKind::identifier) {
+      const std::string name = cpp::spelling(src, t);
+      if (name == "__LINE__" || name == "__builtin_LINE") return "";
+    }
+  }
   std::string out;
   out.reserve(src.size());
-  const size_t n = src.size();
   size_t pending_newlines = 0;  // newlines of comments on this line, written at its end
   bool blank = false;           // a run of blanks (or a comment) is waiting to become one space
   bool line_start = true;       // nothing but blanks written on this line yet
-  bool include_line = false;    // an #include line: written as is (a header name may hold blanks)
-  bool word_is_number = false;  // the current identifier/number run began with a digit
-  bool in_word = false;
-  auto is_blank = [](char c) { return c == ' ' || c == '\t' || c == '\v' || c == '\f' || c == '\r'; };
-  auto is_word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.'; };
   auto flush_blank = [&] {
     if (blank) out += ' ';
     blank = false;
   };
-  auto end_line = [&] {  // blanks before a newline are dropped
-    blank = false;
-    out += '\n';
-    out.append(pending_newlines, '\n');
-    pending_newlines = 0;
-    line_start = true;
-    include_line = false;
-    in_word = false;
-  };
-  for (size_t i = 0; i < n;) {
-    char c = src[i];
-    if (include_line && c != '\n') {
-      out += c;
-      ++i;
-      continue;
-    }
-    if (c == '\n') {
-      // A backslash right before the newline (blanks between allowed, as GCC splices them)
-      // continues the line: keep the backslash and the newline.
-      end_line();
-      ++i;
-      continue;
-    }
-    if (is_blank(c)) {
-      blank = true;
-      in_word = false;
-      ++i;
-      continue;
-    }
-    if (c == '\\') {
-      size_t j = i + 1;
-      while (j < n && is_blank(src[j])) ++j;
-      if (j < n && src[j] == '\n') {  // line splice
+  // Writes [b, e) with each line splice as "\\\n" (blanks after its backslash dropped), the
+  // pending comment newlines after it.
+  auto write_spliced = [&](size_t b, size_t e) {
+    for (size_t k = b; k < e;) {
+      if (const size_t len = cpp::splice_length(src, k)) {
         flush_blank();
         out += "\\\n";
-        out.append(pending_newlines, '\n');  // (none: a comment cannot end before a splice)
+        out.append(pending_newlines, '\n');
         pending_newlines = 0;
-        i = j + 1;
         line_start = false;  // leading blanks of the continued line stay one space
+        k += len;
+      } else {
+        out += src[k++];
+      }
+    }
+  };
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    const auto& t = tokens[i];
+    const std::string_view text = t.text(src);
+    switch (t.kind) {
+      case cpp::TokenKind::newline:  // blanks before a newline are dropped
+        blank = false;
+        out += '\n';
+        out.append(pending_newlines, '\n');
+        pending_newlines = 0;
+        line_start = true;
+        continue;
+      case cpp::TokenKind::whitespace:
+        for (size_t k = t.begin; k < t.end;) {
+          if (const size_t len = cpp::splice_length(src, k)) {
+            write_spliced(k, k + len);
+            k += len;
+          } else {
+            blank = true;
+            ++k;
+          }
+        }
+        continue;
+      case cpp::TokenKind::line_comment:  // one space; its splices' newlines at the line's end
+        pending_newlines += static_cast<size_t>(std::count(text.begin(), text.end(), '\n'));
+        blank = !line_start;
+        continue;
+      case cpp::TokenKind::block_comment:
+        pending_newlines += static_cast<size_t>(std::count(text.begin(), text.end(), '\n'));
+        blank = true;
+        continue;
+      default:
+        break;
+    }
+    if (line_start &&
+        text == "#") {  // an #include line is written as is (a header name may hold blanks)
+      const size_t j = src.find_first_not_of(" \t\v\f\r", t.end);
+      if (j != std::string::npos && src.compare(j, 7, "include") == 0) {
+        size_t eol = src.find('\n', t.begin);
+        if (eol == std::string::npos) eol = src.size();
+        const std::string_view line(src.data() + t.begin, eol - t.begin);
+        if (line.find("/*") != std::string_view::npos) return "";  // not modelled
+        out.append(line);
+        line_start = false;
+        while (i + 1 < tokens.size() && tokens[i + 1].begin < eol) {
+          if (tokens[i + 1].end > eol) return "";  // a token running past the line: not modelled
+          ++i;
+        }
         continue;
       }
     }
-    if (c == '/' && i + 1 < n && src[i + 1] == '/') {  // line comment, continued by splices
-      size_t j = i + 2;
-      for (; j < n && src[j] != '\n'; ++j)
-        if (src[j] == '\\') {
-          size_t k = j + 1;
-          while (k < n && is_blank(src[k])) ++k;
-          if (k < n && src[k] == '\n') {
-            ++pending_newlines;
-            j = k;
-          }
-        }
-      blank = !line_start;
-      in_word = false;
-      i = j;  // at the newline (or the end)
-      continue;
-    }
-    if (c == '/' && i + 1 < n && src[i + 1] == '*') {  // block comment: one space
-      size_t e = src.find("*/", i + 2);
-      if (e == std::string::npos) return "";
-      pending_newlines += static_cast<size_t>(std::count(src.begin() + i, src.begin() + e, '\n'));
-      blank = true;
-      in_word = false;
-      i = e + 2;
-      continue;
-    }
-    if (line_start && c == '#') {
-      size_t j = i + 1;
-      while (j < n && is_blank(src[j])) ++j;
-      if (src.compare(j, 7, "include") == 0) {
-        include_line = true;
-        size_t eol = src.find('\n', j);
-        if (src.substr(j, eol == std::string::npos ? std::string::npos : eol - j).find("/*") !=
-            std::string::npos)
-          return "";  // a comment opened on an #include line: not modelled
-      }
-    }
-    if (c == '"' || (c == '\'' && !(in_word && word_is_number))) {  // a literal, as written
-      size_t j = i + 1;
-      for (; j < n && src[j] != c; ++j) {
-        if (src[j] == '\n') return "";
-        if (src[j] == '\\') ++j;
-      }
-      if (j >= n) return "";
-      if (!line_start) flush_blank();
-      blank = false;
-      out.append(src, i, j + 1 - i);
-      line_start = false;
-      in_word = false;
-      i = j + 1;
-      continue;
-    }
     if (!line_start) flush_blank();
     blank = false;
-    if (is_word(c)) {
-      if (!in_word) word_is_number = std::isdigit(static_cast<unsigned char>(c)) ||
-                                     (c == '.' && i + 1 < n && std::isdigit(static_cast<unsigned char>(src[i + 1])));
-      in_word = true;
-    } else {
-      in_word = false;
+    if (cpp::is_literal(t.kind)) {
+      out.append(text);  // a literal, as written
+      line_start = false;
+      continue;
     }
-    out += c;
     line_start = false;
-    ++i;
+    write_spliced(t.begin, t.end);
   }
   out.append(pending_newlines, '\n');
   return out;

@@ -26,9 +26,11 @@ std::string trim_compiler_log(const std::string& log, const std::string& strip_p
 // The source as the compiler's tokens see it: comments removed (a comment that spans lines
 // leaves its newlines at the end of its line), every run of blanks outside literals made one
 // space (none at a line's start or end); string and character literals and #include lines are
-// kept as written. Line numbers (and so diagnostics) stay what they were. "" when the text holds
-// what this lexer does not model (raw strings, __LINE__, an unterminated literal or comment):
-// such a source is keyed by its exact text.
+// kept as written. Line numbers (and so diagnostics) stay what they were. Tokens come from
+// common/cpp_lexer.h; the text is byte for byte what the scanner before it wrote (checked on
+// every source of the repository), so cache entries stay valid. "" for what it leaves to the
+// exact key (raw strings, __LINE__, an unterminated literal or comment, a comment opened on an
+// #include line): such a source is keyed by its exact text.
 std::string normalize_source(const std::string& source);
 
 // A host-wide cap on compilers running at once, over every process of this user: `slots` lock

@@ -1,6 +1,9 @@
 #include "reward/screen.h"
 
+#include "common/cpp_lexer.h"
+
 #include <algorithm>
+#include <cctype>
 #include <regex>
 #include <sstream>
 #include <vector>
@@ -8,33 +11,7 @@
 namespace kernelrl {
 
 std::string strip_comments_and_strings(const std::string& s) {
-  std::string out = s;
-  enum { code, line_comment, block_comment, str, chr } st = code;
-  for (size_t i = 0; i < s.size(); ++i) {
-    char c = s[i], n = i + 1 < s.size() ? s[i + 1] : '\0';
-    switch (st) {
-      case code:
-        if (c == '/' && n == '/') { st = line_comment; out[i] = out[i + 1] = ' '; ++i; }
-        else if (c == '/' && n == '*') { st = block_comment; out[i] = out[i + 1] = ' '; ++i; }
-        else if (c == '"') st = str;
-        else if (c == '\'') st = chr;
-        break;
-      case line_comment:
-        if (c == '\n') st = code; else out[i] = ' ';
-        break;
-      case block_comment:
-        if (c == '*' && n == '/') { st = code; out[i] = out[i + 1] = ' '; ++i; }
-        else if (c != '\n') out[i] = ' ';
-        break;
-      case str:
-      case chr:
-        if (c == '\\' && n != '\0') { out[i] = ' '; if (n != '\n') out[i + 1] = ' '; ++i; }
-        else if ((st == str && c == '"') || (st == chr && c == '\'')) st = code;
-        else if (c != '\n') out[i] = ' ';
-        break;
-    }
-  }
-  return out;
+  return cpp::blank_comments_and_literals(s);
 }
 
 namespace {
@@ -48,17 +25,20 @@ struct Rule {
 
 const std::vector<Rule>& rules() {
   static const std::vector<Rule> r = [] {
-    auto re = [](const char* p) { return std::regex(p, std::regex::ECMAScript | std::regex::optimize); };
+    auto re = [](const char* p) {
+      return std::regex(p, std::regex::ECMAScript | std::regex::optimize);
+    };
     return std::vector<Rule>{
         {"creates_stream", "creates a CUDA stream (all work goes on the given stream)",
          re(R"(\b(cudaStreamCreate\w*|cuStreamCreate\w*)\b)"), false},
-        {"creates_event", "creates a CUDA event", re(R"(\b(cudaEventCreate\w*|cuEventCreate\w*)\b)"),
-         false},
+        {"creates_event", "creates a CUDA event",
+         re(R"(\b(cudaEventCreate\w*|cuEventCreate\w*)\b)"), false},
         {"uses_graph", "uses CUDA graphs or stream capture",
          re(R"(\b(cudaGraph\w*|cuGraph\w*|cudaStreamBeginCapture\w*|cuStreamBeginCapture\w*)\b)"),
          false},
         {"spawns_thread", "spawns threads",
-         re(R"(\bstd\s*::\s*(thread|jthread|async)\b|\bpthread_create\b|\bomp\s+parallel\b)"), false},
+         re(R"(\bstd\s*::\s*(thread|jthread|async)\b|\b(pthread_create|thrd_create)\b|\bomp\s+parallel\b)"),
+         false},
         {"spawns_process", "spawns or replaces processes",
          re(R"(\b(fork|vfork|execl|execlp|execle|execv|execvp|execvpe|posix_spawn\w*|system|popen|clone)\s*\()"),
          false},
@@ -87,32 +67,56 @@ const std::vector<Rule>& rules() {
 
 ScreenResult screen_source(const std::string& source, bool hgemm) {
   ScreenResult res;
-  // #include "cublas_v2.h" is a string literal to the stripper: check include lines raw first.
-  static const std::regex kInclude(R"(^\s*#\s*include\s*["<]\s*([^">]+)[">])", std::regex::multiline);
+  // One lexing: the include lines are read from its preprocessor lines (a quoted header name is
+  // no string literal there), the rules run over its text with comments and literal contents
+  // blanked and the groups no compiler sees (#if 0) dropped.
+  const auto tokens = cpp::lex(source);
+  const auto inactive = cpp::inactive_ranges(source, tokens);
+  auto live = [&](size_t pos) {
+    for (const auto& [b, e] : inactive)
+      if (pos >= b && pos < e) return false;
+    return true;
+  };
+  auto line_of = [&](size_t pos) {
+    return std::to_string(1 + std::count(source.begin(), source.begin() + pos, '\n'));
+  };
   static const std::regex kForbiddenHeader(
       R"(^(cublas\w*\.h|cublasLt\.h|cudnn\w*\.h|torch/.*|ATen/.*|c10/.*)$)");
-  static const std::regex kFileHeader(R"(^(fstream|filesystem|sys/socket\.h|thread|future|pthread\.h)$)");
-  for (std::sregex_iterator it(source.begin(), source.end(), kInclude), end; it != end; ++it) {
-    std::string h = (*it)[1].str();
+  static const std::regex kFileHeader(
+      R"(^(fstream|filesystem|sys/socket\.h|thread|future|pthread\.h|threads\.h)$)");
+  for (const auto& d : cpp::directives(source, tokens)) {
+    if (!live(d.begin_byte)) continue;
+    if (d.name != "include" && d.name != "include_next" && d.name != "import") continue;
+    const std::string h = cpp::include_target(source, tokens, d);
+    if (h.empty())
+      return {false, "computed_include",
+              "an #include without a header name at line " + line_of(d.begin_byte) +
+                  " (a macro naming the header): name headers directly"};
     if (hgemm && std::regex_match(h, kForbiddenHeader))
-      return {false, "delegates_gemm",
-              "includes <" + h + ">: cuBLAS/cuBLASLt/cuDNN/LibTorch are the baselines, not allowed in an HGEMM task"};
+      return {
+          false, "delegates_gemm",
+          "includes <" + h +
+              ">: cuBLAS/cuBLASLt/cuDNN/LibTorch are the baselines, not allowed in an HGEMM task"};
     if (std::regex_match(h, kFileHeader))
-      return {false, h == "fstream" || h == "filesystem" ? "touches_files"
-                     : h == "sys/socket.h"                ? "uses_sockets"
-                                                          : "spawns_thread",
+      return {false,
+              h == "fstream" || h == "filesystem" ? "touches_files"
+              : h == "sys/socket.h"               ? "uses_sockets"
+                                                  : "spawns_thread",
               "includes <" + h + ">, which candidates may not use"};
   }
-  const std::string code = strip_comments_and_strings(source);
+  // Macros are not expanded: a name that ## (or a header's pasting macro, glibc's __CONCAT)
+  // builds passes; the OS sandbox is what stops it (docs/sandbox.md).
+  const std::string code = cpp::blank_comments_and_literals(source, /*drop_inactive=*/true);
   for (const auto& rule : rules()) {
     if (rule.hgemm_only && !hgemm) continue;
     std::smatch m;
     if (std::regex_search(code, m, rule.pattern)) {
-      size_t line = 1 + std::count(code.begin(), code.begin() + m.position(0), '\n');
       std::string tok = m.str(0);
-      while (!tok.empty() && (tok.back() == '(' || tok.back() == ' ')) tok.pop_back();
+      while (!tok.empty() &&
+             (tok.back() == '(' || std::isspace(static_cast<unsigned char>(tok.back()))))
+        tok.pop_back();
       return {false, rule.name,
-              std::string(rule.what) + ": `" + tok + "` at line " + std::to_string(line)};
+              std::string(rule.what) + ": `" + tok + "` at line " + line_of(m.position(0))};
     }
   }
   static const std::regex kEntry(R"(\bkernelrl_launch\s*\([^;{)]*\)\s*\{)");

@@ -1,35 +1,15 @@
 #include "data/corpus/minhash.h"
 
+#include "common/cpp_lexer.h"
 #include "common/hash.h"
 
-#include <cctype>
 #include <limits>
 #include <stdexcept>
 
 namespace kernelrl {
-namespace {
-
-
-}  // namespace
 
 std::vector<std::string> code_tokens(const std::string& code) {
-  std::vector<std::string> t;
-  size_t i = 0, n = code.size();
-  while (i < n) {
-    unsigned char c = code[i];
-    if (std::isspace(c)) {
-      ++i;
-    } else if (std::isalnum(c) || c == '_') {
-      size_t j = i;
-      while (j < n && (std::isalnum(static_cast<unsigned char>(code[j])) || code[j] == '_')) ++j;
-      t.push_back(code.substr(i, j - i));
-      i = j;
-    } else {
-      t.push_back(std::string(1, static_cast<char>(c)));
-      ++i;
-    }
-  }
-  return t;
+  return cpp::similarity_tokens(code);
 }
 
 MinHashDeduper::MinHashDeduper(int64_t num_perm, int64_t bands, int64_t shingle, double threshold)

@@ -13,8 +13,8 @@
 
 namespace kernelrl {
 
-// Code tokens: identifiers, numbers and single punctuation characters; comments are not removed
-// here (callers pass code).
+// Code tokens: common/cpp_lexer.h's similarity_tokens (identifiers, pp-numbers, punctuators by
+// longest match, a literal as its two delimiters without its contents; comments dropped).
 std::vector<std::string> code_tokens(const std::string& code);
 
 class MinHashDeduper {

@@ -1,5 +1,7 @@
 #include "data/corpus/source_scanner.h"
 
+#include "common/cpp_lexer.h"
+
 #include <algorithm>
 #include <cctype>
 #include <string_view>
@@ -43,57 +45,44 @@ bool all_caps_macro(const std::string& w) {
 
 // Blanks (keeping newlines and offsets) the #else/#elif branches of preprocessor conditionals,
 // so only the first branch counts for brace nesting: `#if A / if (x) { / #else / if (y) { /
-// #endif` then opens one scope, not two.
+// #endif` then opens one scope, not two. Preprocessor lines are common/cpp_lexer.h's (a `#else`
+// in a comment or a raw string is none).
 std::string mask_else_branches(const std::string& text) {
   std::string out = text;
   std::vector<bool> in_else;  // per open conditional: inside a later branch
-  size_t i = 0, n = text.size();
-  while (i < n) {
-    size_t end = i;
-    // The logical line [i, end): a directive continues over backslash-newlines.
-    for (;;) {
-      size_t nl = text.find('\n', end);
-      if (nl == npos) nl = n;
-      end = nl;
-      size_t k = nl;
-      while (k > i && (text[k - 1] == '\r')) --k;
-      if (nl < n && k > i && text[k - 1] == '\\') {
-        end = nl + 1;
-        continue;
-      }
-      break;
+  size_t from = 0;            // start of the text since the last preprocessor line
+  auto blank_to = [&](size_t to) {
+    if (std::find(in_else.begin(), in_else.end(), true) != in_else.end())
+      for (size_t k = from; k < to; ++k)
+        if (out[k] != '\n') out[k] = ' ';
+  };
+  for (const auto& d : cpp::directives(text, cpp::lex(text))) {
+    blank_to(d.begin_byte);
+    const std::string& word = d.name;
+    if (word == "if" || word == "ifdef" || word == "ifndef") {
+      in_else.push_back(false);
+    } else if ((word == "else" || word == "elif" || word == "elifdef" || word == "elifndef") &&
+               !in_else.empty()) {
+      in_else.back() = true;
+    } else if (word == "endif" && !in_else.empty()) {
+      in_else.pop_back();
     }
-    size_t a = text.find_first_not_of(" \t", i);
-    bool directive = a != npos && a < end && text[a] == '#';
-    bool masked_before = std::find(in_else.begin(), in_else.end(), true) != in_else.end();
-    if (directive) {
-      size_t w = text.find_first_not_of(" \t", a + 1);
-      size_t we = w;
-      while (we < end && std::isalpha(static_cast<unsigned char>(text[we]))) ++we;
-      std::string word = w == npos ? "" : text.substr(w, we - w);
-      if (word == "if" || word == "ifdef" || word == "ifndef") {
-        in_else.push_back(false);
-      } else if ((word == "else" || word == "elif" || word == "elifdef" || word == "elifndef") &&
-                 !in_else.empty()) {
-        in_else.back() = true;
-      } else if (word == "endif" && !in_else.empty()) {
-        in_else.pop_back();
-      }
-    } else if (masked_before) {
-      for (size_t k = i; k < end; ++k)
-        if (text[k] != '\n') out[k] = ' ';
-    }
-    i = end + 1;
+    from = d.end_byte;
   }
+  blank_to(text.size());
   return out;
 }
 
 class Scanner {
  public:
   Scanner(const std::string& s, const std::string& orig, std::vector<SourceUnit>& out)
-      : s_(s), orig_(orig), out_(out) {
+      : s_(s), orig_(orig), out_(out), tokens_(cpp::lex(s)) {
     for (size_t i = 0; i < s_.size(); ++i)
       if (s_[i] == '\n') newlines_.push_back(i);
+    starts_.reserve(tokens_.size());
+    for (const auto& t : tokens_) starts_.push_back(t.begin);
+    for (const auto& d : cpp::directives(s_, tokens_))
+      directives_.push_back({d.begin_byte, d.end_byte});
   }
 
   void scan_scope(size_t b, size_t e, const std::string& prefix, bool in_class, int depth) {
@@ -108,13 +97,13 @@ class Scanner {
     size_t i = b;
     while (i < e) {
       char c = s_[i];
-      if (c == '/' && i + 1 < e && (s_[i + 1] == '/' || s_[i + 1] == '*')) {
+      if (comment_at(i)) {
         size_t j = skip_comment(i, e);
         comments.push_back({i, j});
         i = j;
         continue;
       }
-      if (c == '#' && line_start(i)) {
+      if (directive_at(i)) {
         i = skip_preproc(i, e);
         continue;
       }
@@ -123,7 +112,7 @@ class Scanner {
         continue;
       }
       if (hdr == npos) hdr = i;
-      if (c == '"' || c == '\'') {
+      if (literal_at(i)) {
         i = skip_literal(i, e);
         continue;
       }
@@ -175,87 +164,47 @@ class Scanner {
     return true;
   }
 
-  size_t skip_comment(size_t i, size_t e) const {
-    if (s_[i + 1] == '/') {
-      size_t j = s_.find('\n', i);
-      return j == npos || j > e ? e : j;
-    }
-    size_t j = s_.find("*/", i + 2);
-    return j == npos || j + 2 > e ? e : j + 2;
+  // The token of s_ that holds byte i.
+  const cpp::Token& token_at(size_t i) const {
+    return tokens_[std::upper_bound(starts_.begin(), starts_.end(), i) - starts_.begin() - 1];
+  }
+  // A comment starts at i.
+  bool comment_at(size_t i) const {
+    const auto& t = token_at(i);
+    return t.begin == i &&
+           (t.kind == cpp::TokenKind::line_comment || t.kind == cpp::TokenKind::block_comment);
+  }
+  // Byte i is inside a string or character literal.
+  bool literal_at(size_t i) const { return cpp::is_literal(token_at(i).kind); }
+  // A preprocessor line starts at i (its '#').
+  bool directive_at(size_t i) const {
+    auto it =
+        std::lower_bound(directives_.begin(), directives_.end(), std::make_pair(i, size_t{0}));
+    return it != directives_.end() && it->first == i;
   }
 
+  size_t skip_comment(size_t i, size_t e) const { return std::min(token_at(i).end, e); }
+  // Past the preprocessor line starting at i (to its newline; a block comment may carry it on).
   size_t skip_preproc(size_t i, size_t e) const {
-    while (i < e) {
-      char c = s_[i];
-      if (c == '\\' && i + 1 < e && (s_[i + 1] == '\n' || s_[i + 1] == '\r')) {
-        i += (s_[i + 1] == '\r' && i + 2 < e && s_[i + 2] == '\n') ? 3 : 2;
-        continue;
-      }
-      if (c == '\n') return i;
-      if (c == '/' && i + 1 < e && s_[i + 1] == '*') {
-        i = skip_comment(i, e);
-        continue;
-      }
-      if (c == '/' && i + 1 < e && s_[i + 1] == '/') {
-        // A // comment ends the directive unless the line continues with a backslash.
-        size_t j = s_.find('\n', i);
-        return j == npos || j > e ? e : j;
-      }
-      if (c == '"' || c == '\'') {
-        i = skip_literal(i, e);
-        continue;
-      }
-      ++i;
-    }
-    return e;
+    auto it =
+        std::lower_bound(directives_.begin(), directives_.end(), std::make_pair(i, size_t{0}));
+    return std::min(it->second, e);
   }
-
-  size_t skip_literal(size_t i, size_t e) const {
-    char q = s_[i];
-    if (q == '\'' && i > 0 && std::isxdigit(static_cast<unsigned char>(s_[i - 1])) && i + 1 < e &&
-        std::isxdigit(static_cast<unsigned char>(s_[i + 1]))) {
-      // Digit separator (1'000'000) unless it is a prefixed char literal (u'x', L'x').
-      size_t k = i;
-      while (k > 0 && ident_char(s_[k - 1])) --k;
-      if (std::isdigit(static_cast<unsigned char>(s_[k]))) return i + 1;
-    }
-    if (q == '"' && i > 0 && s_[i - 1] == 'R' &&
-        (i < 2 || !ident_char(s_[i - 2]) || s_[i - 2] == '8' || s_[i - 2] == 'u' ||
-         s_[i - 2] == 'U' || s_[i - 2] == 'L')) {
-      size_t open = s_.find('(', i);
-      if (open != npos && open < e && open - i <= 17) {
-        std::string close = ")" + s_.substr(i + 1, open - i - 1) + "\"";
-        size_t j = s_.find(close, open);
-        return j == npos || j + close.size() > e ? e : j + close.size();
-      }
-    }
-    size_t j = i + 1;
-    while (j < e) {
-      char c = s_[j];
-      if (c == '\\') {
-        j += 2;
-        continue;
-      }
-      if (c == q) return j + 1;
-      if (c == '\n') return j;  // unterminated: stop at the line end
-      ++j;
-    }
-    return e;
-  }
+  size_t skip_literal(size_t i, size_t e) const { return std::min(token_at(i).end, e); }
 
   size_t match_brace(size_t i, size_t e) const {
     int depth = 0;
     while (i < e) {
       char c = s_[i];
-      if (c == '/' && i + 1 < e && (s_[i + 1] == '/' || s_[i + 1] == '*')) {
+      if (comment_at(i)) {
         i = skip_comment(i, e);
         continue;
       }
-      if (c == '#' && line_start(i)) {
+      if (directive_at(i)) {
         i = skip_preproc(i, e);
         continue;
       }
-      if (c == '"' || c == '\'') {
+      if (literal_at(i)) {
         i = skip_literal(i, e);
         continue;
       }
@@ -271,9 +220,9 @@ class Scanner {
       char c = s_[i];
       if (space(c)) {
         ++i;
-      } else if (c == '/' && i + 1 < e && (s_[i + 1] == '/' || s_[i + 1] == '*')) {
+      } else if (comment_at(i)) {
         i = skip_comment(i, e);
-      } else if (c == '#' && line_start(i)) {
+      } else if (directive_at(i)) {
         i = skip_preproc(i, e);
       } else {
         return i;
@@ -288,16 +237,16 @@ class Scanner {
     size_t i = b;
     while (i < e) {
       char c = s_[i];
-      if (c == '/' && i + 1 < e && (s_[i + 1] == '/' || s_[i + 1] == '*')) {
+      if (comment_at(i)) {
         i = skip_comment(i, e);
         out += ' ';
         continue;
       }
-      if (c == '#' && line_start(i)) {
+      if (directive_at(i)) {
         i = skip_preproc(i, e);
         continue;
       }
-      if (c == '"' || c == '\'') {
+      if (literal_at(i)) {
         size_t j = skip_literal(i, e);
         out.append(s_, i, j - i);
         i = j;
@@ -326,19 +275,19 @@ class Scanner {
         ++i;
         continue;
       }
-      if (c == '/' && i + 1 < brace && (s_[i + 1] == '/' || s_[i + 1] == '*')) {
+      if (comment_at(i)) {
         if (line_start(i)) pending = true;
         i = skip_comment(i, brace);
         continue;
       }
-      if (c == '#' && line_start(i)) {
+      if (directive_at(i)) {
         i = skip_preproc(i, brace);
         continue;
       }
       if (pending) start = i;
       pending = false;
       newlines = 0;
-      if (c == '"' || c == '\'') {
+      if (literal_at(i)) {
         i = skip_literal(i, brace);
         continue;
       }
@@ -556,6 +505,9 @@ class Scanner {
   const std::string& orig_;  // the text as written: unit code
   std::vector<SourceUnit>& out_;
   std::vector<size_t> newlines_;
+  std::vector<cpp::Token> tokens_;                     // of s_
+  std::vector<size_t> starts_;                         // tokens_[k].begin
+  std::vector<std::pair<size_t, size_t>> directives_;  // preprocessor lines' [begin, end)
 };
 
 bool contains(const std::string& s, const char* what) {

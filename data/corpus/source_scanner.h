@@ -1,6 +1,6 @@
 // Splits C++/CUDA source text into units (kernels, device functions, host functions, classes,
 // templates) with a scanner that respects comments, string and character literals (raw strings
-// included), preprocessor lines and brace nesting. Namespaces and extern "C" blocks are entered;
+// included), preprocessor lines (all from common/cpp_lexer.h) and brace nesting. Namespaces and extern "C" blocks are entered;
 // class bodies yield the class and its member functions. Not a parser: no macro expansion, and a
 // file whose braces do not balance (braces split across #if branches) stops at that point.
 #pragma once

@@ -197,7 +197,7 @@ int main(int argc, char** argv) {
 
   SandboxStatus sandbox;
   try {
-    sandbox = install_sandbox(sandbox_mode, scratch, proto);
+    sandbox = install_sandbox(sandbox_mode, scratch, proto, /*deny_threads=*/backend == "host");
   } catch (const std::exception& e) {
     send({{"ready", false}, {"error", e.what()}});
     return 1;

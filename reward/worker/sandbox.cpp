@@ -10,7 +10,11 @@
 // running before the sandbox (the CUDA driver's, LibTorch's pools) confine themselves in the
 // handler before their first re-issued call. A candidate that learns the marker gets past the
 // filter's naming, not past landlock. clone3 fails with ENOSYS (glibc falls back to clone, whose
-// flags the filter can read).
+// flags the filter can read). With `deny_threads` (the host backend's runner, which runs the
+// candidate on its one thread and starts none itself) clone is trapped with CLONE_THREAD too,
+// and so is an mmap with MAP_STACK: glibc's pthread_create maps the new thread's stack so, with
+// signals still open, while it blocks every signal (SIGSYS too) around the clone itself, where a
+// trap can only kill the process (the worker's `sigsys` verdict, unnamed).
 #include "reward/worker/sandbox.h"
 
 #include <dirent.h>
@@ -22,6 +26,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/random.h>
 #include <sys/stat.h>
@@ -116,6 +121,11 @@ struct Rule {
 };
 
 constexpr const char* kProcess = "start a process";
+constexpr const char* kThread =
+    "start a thread (on the host backend a candidate runs on the runner's one thread)";
+constexpr const char* kThreadStack =
+    "start a thread (it mapped a thread stack; on the host backend a candidate runs on the "
+    "runner's one thread)";
 constexpr const char* kNet = "open a socket (candidates have no network)";
 constexpr const char* kOther = "signal, trace or reach into another process";
 constexpr const char* kRing = "use io_uring";
@@ -200,9 +210,15 @@ const Rule kRules[] = {
 constexpr uint32_t kX32Bit = 0x40000000;  // x32 system calls: another ABI, another table
 constexpr int kViolationExit = 3;
 
+// With deny_threads: clone with CLONE_THREAD (kRules' clone rule is the process one, and the
+// filter then traps every clone) and a thread stack's mapping.
+const Rule kThreadRule = {SYS_clone, "clone", Act::deny, kThread};
+const Rule kStackRule = {SYS_mmap, "mmap", Act::deny, kThreadStack, When::bits_set, 3, MAP_STACK};
+
 struct {
   int report_fd = -1, ruleset = -1;
   uint32_t marker = 0;
+  bool deny_threads = false;
   std::atomic<bool> reported{false};
 } g;
 thread_local bool t_confined = false;  // this thread enforces the landlock ruleset
@@ -240,7 +256,10 @@ uint32_t arg_low(int i) {
   return offsetof(seccomp_data, args) + 8 * i;
 }  // little-endian
 
-std::vector<sock_filter> filter(bool confine_writes, uint32_t self) {
+std::vector<sock_filter> filter(bool confine_writes, uint32_t self, bool deny_threads) {
+  std::vector<const Rule*> rules;
+  for (const Rule& r : kRules) rules.push_back(&r);
+  if (deny_threads) rules.push_back(&kStackRule);
   std::vector<sock_filter> p = {
       load(offsetof(seccomp_data, arch)),
       BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
@@ -249,7 +268,8 @@ std::vector<sock_filter> filter(bool confine_writes, uint32_t self) {
       BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, kX32Bit, 0, 1),
       ret(SECCOMP_RET_TRAP),
   };
-  for (const Rule& r : kRules) {
+  for (const Rule* rp : rules) {
+    const Rule& r = *rp;
     if (r.act == Act::write && !confine_writes) continue;
     const uint32_t hit = r.act == Act::no_sys ? SECCOMP_RET_ERRNO | ENOSYS : SECCOMP_RET_TRAP;
     std::vector<sock_filter> body;
@@ -258,7 +278,7 @@ std::vector<sock_filter> filter(bool confine_writes, uint32_t self) {
       body.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, g.marker, 0, 1));
       body.push_back(ret(SECCOMP_RET_ALLOW));
     }
-    if (r.when == When::always) {
+    if (r.when == When::always || (deny_threads && r.nr == SYS_clone)) {
       body.push_back(ret(hit));
     } else {
       const bool bits = r.when == When::bits_set || r.when == When::bits_clear;
@@ -347,6 +367,10 @@ void on_sigsys(int, siginfo_t* si, void* context) {
                      reg[REG_R10], reg[REG_R8],  reg[REG_R9]};
   const long nr = si->si_syscall;
   const Rule* r = si->si_arch == AUDIT_ARCH_X86_64 && !(nr & kX32Bit) ? rule_for(nr) : nullptr;
+  if (si->si_arch == AUDIT_ARCH_X86_64 && g.deny_threads) {
+    if (nr == SYS_clone && (a[0] & CLONE_THREAD)) r = &kThreadRule;
+    if (nr == SYS_mmap) r = &kStackRule;
+  }
   bool path_read = false;
   if (r && r->act == Act::write) {
     const int saved = errno;
@@ -367,11 +391,13 @@ void on_sigsys(int, siginfo_t* si, void* context) {
   report(r, nr, si->si_arch, a, path_read);
 }
 
-void enforce_seccomp(int report_fd, bool confine_writes) {
+void enforce_seccomp(int report_fd, bool confine_writes, bool deny_threads) {
   g.report_fd = report_fd;
+  g.deny_threads = deny_threads;
   while (g.marker == 0)
     if (getrandom(&g.marker, sizeof g.marker, 0) != sizeof g.marker) fail("getrandom");
-  std::vector<sock_filter> p = filter(confine_writes, static_cast<uint32_t>(getpid()));
+  std::vector<sock_filter> p =
+      filter(confine_writes, static_cast<uint32_t>(getpid()), deny_threads);
   sock_fprog prog{static_cast<unsigned short>(p.size()), p.data()};
   struct sigaction sa {};
   sa.sa_sigaction = on_sigsys;
@@ -394,7 +420,8 @@ void enforce_seccomp(int report_fd, bool confine_writes) {
 
 }  // namespace
 
-SandboxStatus install_sandbox(const std::string& mode, const std::string& scratch, int report_fd) {
+SandboxStatus install_sandbox(const std::string& mode, const std::string& scratch, int report_fd,
+                              bool deny_threads) {
   SandboxStatus st;
   if (mode == "off") {
     st.summary = "off (reward.sandbox: off)";
@@ -440,7 +467,7 @@ SandboxStatus install_sandbox(const std::string& mode, const std::string& scratc
   }
   if (no_seccomp.empty()) {
     try {
-      enforce_seccomp(report_fd, st.landlock_abi > 0);
+      enforce_seccomp(report_fd, st.landlock_abi > 0, deny_threads);
       st.seccomp = true;
     } catch (const std::runtime_error& e) {
       unavailable(e.what());
@@ -449,6 +476,7 @@ SandboxStatus install_sandbox(const std::string& mode, const std::string& scratc
   }
 #else
   (void)report_fd;
+  (void)deny_threads;
   try {
     enforce_landlock(static_cast<int>(abi), scratch);
     st.landlock_abi = static_cast<int>(abi);

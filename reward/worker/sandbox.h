@@ -1,8 +1,9 @@
 // The OS sandbox of the evaluation worker, installed once the backend is up and before any
 // candidate is loaded: Linux landlock (nothing outside a scratch directory can be written,
 // created, removed or renamed; no TCP bind/connect and no signals out of the sandbox where the
-// kernel's landlock ABI has them) and a seccomp-bpf filter on every thread (no new processes, no
-// sockets, no ptrace or io_uring, no metadata changes, no writes outside the scratch directory).
+// kernel's landlock ABI has them) and a seccomp-bpf filter on every thread (no new processes, on
+// request no new threads, no sockets, no ptrace or io_uring, no metadata changes, no writes
+// outside the scratch directory).
 // A breach is reported on the protocol channel as a `sandbox_violation` result naming the system
 // call (and path), and the process exits before the call runs. It does not screen source text
 // (reward/screen.h does) and is not used by --run-once (profilers inject their own IPC).
@@ -23,7 +24,10 @@ struct SandboxStatus {
 
 // mode: auto (install what the kernel offers) | on (throw std::runtime_error unless landlock and
 // seccomp both install) | off. `scratch`: the one writable directory (must exist; TMPDIR is set
-// to it). `report_fd`: where a violation's result line goes.
-SandboxStatus install_sandbox(const std::string& mode, const std::string& scratch, int report_fd);
+// to it). `report_fd`: where a violation's result line goes. `deny_threads`: starting a thread is
+// a violation too (the host backend's runner: nothing in it starts threads once it is up, and
+// the screen is otherwise the only guard; a GPU runner's CUDA driver starts its own).
+SandboxStatus install_sandbox(const std::string& mode, const std::string& scratch, int report_fd,
+                              bool deny_threads = false);
 
 }  // namespace kernelrl::worker

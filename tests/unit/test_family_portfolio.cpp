@@ -14,7 +14,7 @@
 namespace kernelrl {
 namespace {
 
-int64_t param(const KernelVariant& v, const char* name) {
+int64_t variant_param(const KernelVariant& v, const char* name) {
   for (const auto& [k, x] : v.params)
     if (k == name) return x;
   return -1;
@@ -106,10 +106,12 @@ TEST(FamilyPortfolio, PicksFollowTheShape) {
   ASSERT_EQ(big.size(), 6u);
   bool wgmma_leader = false, cutlass_big = false;
   for (const auto& v : big) {
-    wgmma_leader |= v.family == "hgemm_wgmma" && param(v, "BM") == 128 && param(v, "BN") == 256 &&
-                    param(v, "STAGES") == 4 && param(v, "SPLITK") == 1;
-    cutlass_big |= v.family == "hgemm_cutlass" && param(v, "BM") * param(v, "BN") == 128 * 256;
-    EXPECT_EQ(param(v, "SPLITK") > 1, false) << v.name;  // no split-K with 2048 tiles
+    wgmma_leader |= v.family == "hgemm_wgmma" && variant_param(v, "BM") == 128 &&
+                    variant_param(v, "BN") == 256 && variant_param(v, "STAGES") == 4 &&
+                    variant_param(v, "SPLITK") == 1;
+    cutlass_big |=
+        v.family == "hgemm_cutlass" && variant_param(v, "BM") * variant_param(v, "BN") == 128 * 256;
+    EXPECT_EQ(variant_param(v, "SPLITK") > 1, false) << v.name;  // no split-K with 2048 tiles
   }
   EXPECT_TRUE(wgmma_leader);
   EXPECT_TRUE(cutlass_big);
@@ -117,22 +119,23 @@ TEST(FamilyPortfolio, PicksFollowTheShape) {
   // 128x64, CUTLASS ping-pong 64x64).
   auto tiny = shape_portfolio(hgemm_task(64, 64, 64), kHopper, "sm_90a");
   ASSERT_EQ(tiny.size(), 6u);
-  for (const auto& v : tiny) EXPECT_LE(param(v, "BM") * param(v, "BN"), 128 * 128) << v.name;
-  EXPECT_EQ(param(tiny[0], "BM") * param(tiny[0], "BN"), 64 * 128) << tiny[0].name;
-  EXPECT_EQ(param(tiny[3], "BM") * param(tiny[3], "BN"), 64 * 64) << tiny[3].name;
+  for (const auto& v : tiny)
+    EXPECT_LE(variant_param(v, "BM") * variant_param(v, "BN"), 128 * 128) << v.name;
+  EXPECT_EQ(variant_param(tiny[0], "BM") * variant_param(tiny[0], "BN"), 64 * 128) << tiny[0].name;
+  EXPECT_EQ(variant_param(tiny[3], "BM") * variant_param(tiny[3], "BN"), 64 * 64) << tiny[3].name;
   // Skinny with a deep K (64 tiles of 128x128 on 132 SMs): split-K or stream-K is offered by
   // each family, and no family repeats a class (tile, split, schedule) in its three.
   auto skinny = shape_portfolio(hgemm_task(128, 8192, 8192), kHopper, "sm_90a");
   bool split = false, streamk = false;
   std::set<std::string> classes;
   for (const auto& v : skinny) {
-    split |= v.family == "hgemm_wgmma" && param(v, "SPLITK") > 1;
-    streamk |= v.family == "hgemm_cutlass" && param(v, "SCHED") == 2;
+    split |= v.family == "hgemm_wgmma" && variant_param(v, "SPLITK") > 1;
+    streamk |= v.family == "hgemm_cutlass" && variant_param(v, "SCHED") == 2;
     EXPECT_TRUE(classes
-                    .insert(v.family + std::to_string(param(v, "BM")) + "x" +
-                            std::to_string(param(v, "BN")) + "/" +
-                            std::to_string(param(v, "SPLITK")) + "/" +
-                            std::to_string(param(v, "SCHED")))
+                    .insert(v.family + std::to_string(variant_param(v, "BM")) + "x" +
+                            std::to_string(variant_param(v, "BN")) + "/" +
+                            std::to_string(variant_param(v, "SPLITK")) + "/" +
+                            std::to_string(variant_param(v, "SCHED")))
                     .second)
         << v.name;
   }
@@ -143,11 +146,11 @@ TEST(FamilyPortfolio, PicksFollowTheShape) {
   // a unit, so no deeper split is offered.
   for (const auto& v : shape_portfolio(hgemm_task(64, 64, 16384), kHopper, "sm_90a")) {
     if (v.family != "hgemm_wgmma") continue;
-    EXPECT_GE(param(v, "SPLITK"), 8) << v.name;
+    EXPECT_GE(variant_param(v, "SPLITK"), 8) << v.name;
   }
   for (const auto& v : shape_portfolio(hgemm_task(64, 8192, 8192), kHopper, "sm_90a")) {
     if (v.family != "hgemm_wgmma") continue;
-    EXPECT_LE(param(v, "SPLITK"), 4) << v.name;
+    EXPECT_LE(variant_param(v, "SPLITK"), 4) << v.name;
   }
 }
 

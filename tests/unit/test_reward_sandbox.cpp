@@ -1,10 +1,12 @@
 // The worker's OS sandbox on the host backend (reward/worker/sandbox.h): candidates that the
-// text screen passes but that write a file (token-pasted fopen, raw openat), open a TCP socket
-// or fork each get sandbox_violation naming the call, and no file appears outside the worker's
+// text screen passes but that write a file (token-pasted fopen, raw openat), open a TCP socket,
+// fork or start a thread (token-pasted pthread_create: the host backend's runner allows no
+// threads) each get sandbox_violation naming the call, and no file appears outside the worker's
 // scratch directory; a candidate writing inside it, one naming its thread through /proc/self (as
 // libraries do), and a plain correct one still pass. With
-// reward.sandbox: off the same file-writing candidate passes and its file appears (the test can
-// fail). Skips where the kernel offers no landlock or seccomp.
+// reward.sandbox: off the same file-writing candidate passes and its file appears, and the
+// thread starter's thread runs (the test can fail). Skips where the kernel offers no landlock or
+// seccomp.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -55,6 +57,7 @@ TEST(RewardSandbox, HostileCandidatesAreNamedAndWriteNothing) {
       {3, EvalStatus::sandbox_violation, "socket", "socket(2, 1, 0)"},  // AF_INET, SOCK_STREAM
       {4, EvalStatus::sandbox_violation, "clone", "start a process"},
       {5, EvalStatus::sandbox_violation, "sigsys", "SIGSYS"},
+      {7, EvalStatus::sandbox_violation, "mmap", "start a thread"},  // pthread_create's stack
       {0, EvalStatus::ok, "", ""},   // writes in its scratch directory: allowed
       {6, EvalStatus::ok, "", ""},   // names its thread in /proc/self (denied without a verdict)
       {-1, EvalStatus::ok, "", ""},  // on a restarted worker, after all of the above
@@ -101,6 +104,12 @@ TEST(RewardSandbox, OffLetsTheFileWriterPassAndChangesTheFingerprint) {
   EXPECT_EQ(r.status, EvalStatus::ok) << r.check << ": " << r.reason;
   EXPECT_TRUE(fs::exists(target / "pasted.txt"))
       << "the unsandboxed candidate did not write its file";
+  // The screen does not see the pasted pthread_create; without the sandbox its thread runs.
+  r = off.evaluate_one(hgemm_task(32, 40, 512, "nn"),
+                       testing::misbehaving_candidate(7, target, host_kernel()));
+  EXPECT_EQ(r.status, EvalStatus::ok) << r.check << ": " << r.reason;
+  EXPECT_TRUE(fs::exists(target / "thread.txt"))
+      << "the unsandboxed candidate's thread did not run";
   // A verdict depends on the sandbox: results cached without it do not answer for it.
   Evaluator on(sandbox_config(dir, "auto"), dir / "results.sqlite");
   if (on.sandbox().rfind("off", 0) != 0) {

@@ -7,9 +7,12 @@
 namespace kernelrl {
 namespace {
 
-const char* kEntry = "\nextern \"C\" int kernelrl_launch(const kernelrl_args* a, void* s) { return 0; }\n";
+const char* kEntry =
+    "\nextern \"C\" int kernelrl_launch(const kernelrl_args* a, void* s) { return 0; }\n";
 
-std::string with_entry(const std::string& body) { return body + kEntry; }
+std::string with_entry(const std::string& body) {
+  return body + kEntry;
+}
 
 TEST(RewardScreen, CleanCandidatePasses) {
   auto r = screen_source(with_entry("__global__ void k(float* x) { x[threadIdx.x] = 1; }\n"
@@ -45,7 +48,8 @@ TEST(RewardScreen, EachRuleIsNamed) {
       {"auto c = torch::matmul(a, b);", "delegates_gemm"},
   };
   for (const auto& c : cases) {
-    auto r = screen_source(with_entry(std::string("void f() { ") + c.code + " }\n"), /*hgemm=*/true);
+    auto r =
+        screen_source(with_entry(std::string("void f() { ") + c.code + " }\n"), /*hgemm=*/true);
     EXPECT_FALSE(r.ok) << c.code;
     EXPECT_EQ(r.rule, c.rule) << c.code << " -> " << r.reason;
     EXPECT_FALSE(r.reason.empty());
@@ -86,6 +90,136 @@ TEST(RewardScreen, StripKeepsLengthAndLines) {
   EXPECT_EQ(t.find('e'), std::string::npos);
   EXPECT_EQ(t.find('g'), std::string::npos);
   EXPECT_NE(t.find('d'), std::string::npos);
+}
+
+// Issue 38, item 3: the old stripper took the ' of a digit separator and the quote inside a raw
+// string for literal openers and blanked the code between them (a host candidate's thread ran
+// with verdict ok). Both sources below passed the old screen.
+const char* kSpawn =
+    "extern \"C\" int pthread_create(void*, const void*, void* (*)(void*), void*); "
+    "static void* body(void*) { return 0; } ";
+
+TEST(RewardScreen, DigitSeparatorsDoNotBlindIt) {
+  auto r = screen_source(
+      with_entry(
+          std::string("static int a = 1'0; ") + kSpawn +
+          "void f() { unsigned long t; pthread_create(&t, 0, body, 0); } static int b = 2'0;\n"),
+      /*hgemm=*/false);
+  EXPECT_EQ(r.rule, "spawns_thread") << r.reason;
+  EXPECT_NE(r.reason.find("line 1"), std::string::npos) << r.reason;
+}
+
+TEST(RewardScreen, RawStringsDoNotBlindIt) {
+  auto r = screen_source(with_entry(std::string("const char* a = R\"(\")\"; ") + kSpawn +
+                                    "void f() { unsigned long t; pthread_create(&t, 0, body, 0); } "
+                                    "const char* b = R\"(\")\";\n"),
+                         /*hgemm=*/false);
+  EXPECT_EQ(r.rule, "spawns_thread") << r.reason;
+  // With a delimiter and a prefix; and what is inside a raw string is text, not code.
+  r = screen_source(with_entry("const char* a = u8R\"x(\")\" )x\"; void f() { fork(); }\n"), false);
+  EXPECT_EQ(r.rule, "spawns_process") << r.reason;
+  r = screen_source(with_entry("const char* a = LR\"x(pthread_create(0); fork(); \"\n)x\";\n"),
+                    false);
+  EXPECT_TRUE(r.ok) << r.rule << ": " << r.reason;
+}
+
+TEST(RewardScreen, EncodingPrefixesAreLiterals) {
+  EXPECT_TRUE(screen_source(with_entry("auto a = u8\"fork() \\\" getenv\"; auto b = U'\\''; "
+                                       "auto c = L\"system(\";\n"),
+                            false)
+                  .ok);
+  EXPECT_EQ(screen_source(
+                with_entry("auto a = u8\"\\\"\"; auto b = u8'\"'; void f() { fork(); }\n"), false)
+                .rule,
+            "spawns_process");
+}
+
+TEST(RewardScreen, LineSplicesInsideNamesAreJoined) {
+  auto r = screen_source(
+      with_entry("int x;\nvoid f() { unsigned long t; pthread_cre\\\nate(&t, 0, body, 0); }\n"),
+      false);
+  EXPECT_EQ(r.rule, "spawns_thread") << r.reason;
+  EXPECT_NE(r.reason.find("pthread_create` at line 2"), std::string::npos) << r.reason;
+  // With blanks after the backslash (GCC splices those), and inside `std::thread`.
+  EXPECT_EQ(screen_source(with_entry("void f() { fo\\  \nrk(); }\n"), false).rule,
+            "spawns_process");
+  EXPECT_EQ(screen_source(with_entry("std:\\\n:thr\\\nead t;\n"), false).rule, "spawns_thread");
+  // An #include continued over a splice.
+  EXPECT_EQ(screen_source(with_entry("#include <thr\\\nead>\n"), false).rule, "spawns_thread");
+}
+
+TEST(RewardScreen, CommentsHideNothingButThemselves) {
+  for (const char* code : {"/* a */ fork(); /* b */", "/* // */ fork();", "// /*\nfork();",
+                           "std/**/::/**/thread t;", "f(); /* x\n y */ fork();"}) {
+    EXPECT_FALSE(screen_source(with_entry(std::string("void g() { ") + code + " }\n"), false).ok)
+        << code;
+  }
+  // A // comment continued by a splice holds the next line (g++ agrees): nothing to reject.
+  EXPECT_TRUE(screen_source(with_entry("// note \\\n fork();\n"), false).ok);
+  EXPECT_TRUE(screen_source(with_entry("/* fork(); */ int x = 1; // system(\"ls\")\n"), false).ok);
+}
+
+TEST(RewardScreen, IfZeroGroupsAreIgnoredButNotWhatFollows) {
+  // Text in #if 0 cannot compile into the candidate: it may name anything.
+  EXPECT_TRUE(
+      screen_source(with_entry("#if 0\n#include <thread>\nvoid f() { fork(); }\n#endif\n"), false)
+          .ok);
+  EXPECT_TRUE(screen_source(with_entry("#if 1\n#else\nvoid f() { fork(); }\n#endif\n"), false).ok);
+  // What follows its #endif, its #else branch, or an unknown #elif is code.
+  EXPECT_EQ(screen_source(with_entry("#if 0\nint x;\n#endif\nvoid f() { fork(); }\n"), false).rule,
+            "spawns_process");
+  EXPECT_EQ(screen_source(with_entry("#if 0\n#else\nvoid f() { fork(); }\n#endif\n"), false).rule,
+            "spawns_process");
+  EXPECT_EQ(screen_source(with_entry("#if 0\n#elif X\nvoid f() { fork(); }\n#endif\n"), false).rule,
+            "spawns_process");
+  // A nested #endif, or one inside a raw string in the group, does not end it early; an
+  // #endif hidden in a comment is no #endif; a group never closed hides nothing.
+  EXPECT_EQ(
+      screen_source(with_entry("#if 0\n#if 1\n#endif\n#endif\nvoid f() { fork(); }\n"), false).rule,
+      "spawns_process");
+  EXPECT_EQ(
+      screen_source(with_entry("#if 0\n/*\n#endif\n*/\n#endif\nvoid f() { fork(); }\n"), false)
+          .rule,
+      "spawns_process");
+  EXPECT_EQ(screen_source(with_entry("#if 0\nvoid f() { fork(); }\n"), false).rule,
+            "spawns_process");
+  // Only a literal condition counts.
+  EXPECT_EQ(screen_source(with_entry("#if ZERO\nvoid f() { fork(); }\n#endif\n"), false).rule,
+            "spawns_process");
+}
+
+TEST(RewardScreen, MacrosAreReadWhereDefinedNotExpanded) {
+  // Decision: the screen reads tokens, not expansions. A name built by ## (or its digraph %:%:,
+  // or a header's pasting macro such as glibc's __CONCAT, which no rule on ## could see) passes;
+  // the OS sandbox stops what it does (test_reward_sandbox.cpp: on the host backend a thread
+  // started through a pasted name is a sandbox_violation; sandbox_misbehave.h pastes its names).
+  EXPECT_TRUE(
+      screen_source(with_entry("#define X(a) pthread_##a\nvoid f() { X(create)(0, 0, 0, 0); }\n"),
+                    false)
+          .ok);
+  EXPECT_TRUE(screen_source(with_entry("#define X(a, b) a %:%: b\n"), false).ok);
+  EXPECT_TRUE(
+      screen_source(with_entry("void f() { __CONCAT(pthread_, create)(0, 0, 0, 0); }\n"), false)
+          .ok);
+  // A macro body is code: a banned name written there is found, as is one passed to a macro.
+  EXPECT_EQ(
+      screen_source(with_entry("#define SPAWN pthread_create\nvoid f() { SPAWN(0, 0, 0, 0); }\n"),
+                    false)
+          .rule,
+      "spawns_thread");
+  EXPECT_EQ(
+      screen_source(
+          with_entry("#define CALL(f) f(0, 0, 0, 0)\nvoid g() { CALL(pthread_create); }\n"), false)
+          .rule,
+      "spawns_thread");
+  // A header named through a macro is refused: the include rules could not read it.
+  EXPECT_EQ(screen_source(with_entry("#define H <thread>\n#include H\n"), false).rule,
+            "computed_include");
+  EXPECT_EQ(screen_source(with_entry("%:include <thread>\n"), false).rule, "spawns_thread");
+  EXPECT_EQ(screen_source(with_entry("# /* c */ include <pthread.h>\n"), false).rule,
+            "spawns_thread");
+  EXPECT_EQ(screen_source(with_entry("void f() { thrd_create(0, 0, 0); }\n"), false).rule,
+            "spawns_thread");
 }
 
 }  // namespace

@@ -9,6 +9,8 @@
 //   4  forks through a token-pasted name; the child writes TARGET_DIR "/forked.txt"
 //   5  as 4 with SIGSYS blocked first (the filter's signal then kills the worker)
 //   6  names its thread through /proc/self/task/<tid>/comm, as libraries do (denied quietly)
+//   7  starts a thread through token-pasted names (declared without <pthread.h>); the thread
+//      writes TARGET_DIR "/thread.txt" (host backend only: a GPU runner allows threads)
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -19,6 +21,16 @@
 #include <unistd.h>
 
 #define CAT(a, b) a##b
+
+#if HOSTILE == 7
+extern "C" int CAT(pthread_, create)(unsigned long*, const void*, void* (*)(void*), void*);
+extern "C" int pthread_join(unsigned long, void**);
+static void* misbehave_thread(void*) {
+  FILE* f = CAT(fo, pen)(TARGET_DIR "/thread.txt", "w");
+  if (f) fclose(f);
+  return 0;
+}
+#endif
 
 static void misbehave_once(void) {
   static int done = 0;
@@ -60,5 +72,8 @@ static void misbehave_once(void) {
   snprintf(path, sizeof path, "/proc/self/task/%ld/comm", syscall(SYS_gettid));
   FILE* f = CAT(fo, pen)(path, "w");
   if (f) fclose(f);
+#elif HOSTILE == 7
+  unsigned long t = 0;
+  if (CAT(pthread_, create)(&t, NULL, misbehave_thread, NULL) == 0) pthread_join(t, NULL);
 #endif
 }
