@@ -800,8 +800,12 @@ struct ChunkedLogprob : public torch::autograd::Function<ChunkedLogprob> {
       if (need_h) gh.narrow(0, s, n).copy_(torch::matmul(gz, wd));
       if (need_w) gw.add_(torch::matmul(gz.t(), hc.to(dtype)).to(torch::kFloat32));
     }
-    return {gh, need_w ? gw.to(w.scalar_type()) : torch::Tensor(), torch::Tensor(), torch::Tensor(),
-            torch::Tensor(), torch::Tensor()};
+    return {gh,
+            need_w ? gw.to(w.scalar_type()) : torch::Tensor(),
+            torch::Tensor(),
+            torch::Tensor(),
+            torch::Tensor(),
+            torch::Tensor()};
   }
 };
 

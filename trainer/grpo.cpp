@@ -145,8 +145,8 @@ std::vector<double> RewardSmoother::smooth(const std::vector<std::string>& tasks
     for (double x : w) mean += x;
     mean /= static_cast<double>(w.size());
     for (double x : w) var += (x - mean) * (x - mean);
-    const double sd = std::max(std::sqrt(var / static_cast<double>(w.size() - 1)),
-                               config_.smoothing_min_std);
+    const double sd =
+        std::max(std::sqrt(var / static_cast<double>(w.size() - 1)), config_.smoothing_min_std);
     bounds[task] = {mean - config_.smoothing_sigmas * sd, mean + config_.smoothing_sigmas * sd};
   }
   for (size_t i = 0; i < rewards.size(); ++i) {

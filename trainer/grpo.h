@@ -48,7 +48,8 @@ struct SurrogateTerms {
 //   rows passed in (masked ones included), L_max = `max_completion_tokens`; TRL's
 //   loss_type="dr_grpo", verl's "seq-mean-token-sum-norm").
 // ratio_level "sequence" (GSPO, Zheng et al. 2025): one ratio per sequence,
-//   s_i = exp( Σ_t m·(logp_t − logp_old_t) / Σ_t m ),   L_i = −min(s_i·A_i, clip(s_i, 1 − ε_low, 1 + ε_high)·A_i)
+//   s_i = exp( Σ_t m·(logp_t − logp_old_t) / Σ_t m ),   L_i = −min(s_i·A_i, clip(s_i, 1 − ε_low, 1
+//   + ε_high)·A_i)
 //   (+ β_KL · the row's mean k3), aggregated sequence-mean; clip_fraction then counts the tokens
 //   of sequences whose clip is active.
 // logp, logp_old, logp_ref, mask: [N, T] (mask 1 on completion tokens); advantages: [N].

@@ -439,10 +439,10 @@ class RlStage final : public StageStep {
     for (size_t i = 0; i < b.scored.size(); ++i) {
       const Rollout& row = b.rollouts[i];
       const bool sampled = row.finish_reason != "demonstration";
-      shaped.push_back(shaped_reward(b.scored[i].reward, b.scored[i].passed,
-                                     static_cast<int64_t>(row.completion.size()),
-                                     ro_.sampling.max_new_tokens,
-                                     sampled ? grpo_.overlong_buffer : 0, job_.reward.failed_reward));
+      shaped.push_back(
+          shaped_reward(b.scored[i].reward, b.scored[i].passed,
+                        static_cast<int64_t>(row.completion.size()), ro_.sampling.max_new_tokens,
+                        sampled ? grpo_.overlong_buffer : 0, job_.reward.failed_reward));
     }
     return shaped;
   }

@@ -24,7 +24,7 @@ struct RlBatch {
                               // (log-prob index t scores token t+1)
   double temperature = 1.0;   // the sampling temperature T: every log-prob of these rows (π_θ,
                               // π_old, π_ref) is of softmax(logits / T), the policy that sampled
-  int64_t max_new_tokens = 0; // L_max, the completion budget (Dr.GRPO's constant normalizer)
+  int64_t max_new_tokens = 0;  // L_max, the completion budget (Dr.GRPO's constant normalizer)
 };
 // `sampling` is the configuration the rows were sampled with (rollout.sampling).
 RlBatch make_rl_batch(const std::vector<PromptGroup>& groups, const std::vector<Rollout>& rollouts,

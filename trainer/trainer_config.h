@@ -78,8 +78,8 @@ struct GrpoConfig {
     v.field("overlong_filter", overlong_filter, "DAPO: truncated completions take no part in the loss");
     v.field("smoothing_window", smoothing_window, "per-task reward window; 0 = off, else >= 8",
             cfg::at_least(0));
-    v.field("smoothing_sigmas", smoothing_sigmas, "winsorize at mean ± k·max(std, smoothing_min_std)",
-            cfg::greater_than(0));
+    v.field("smoothing_sigmas", smoothing_sigmas,
+            "winsorize at mean ± k·max(std, smoothing_min_std)", cfg::greater_than(0));
     v.field("smoothing_min_std", smoothing_min_std,
             "σ floor of the winsorizing bounds (a window of equal rewards keeps a first success "
             "above them)",

@@ -247,12 +247,16 @@ TEST(Config, CrossFieldRulesOfALaterRlStageFailAtLoad) {
   EXPECT_THAT(load_error(kPretrainThenRl, {"trainer.stages.1.grpo.smoothing_window=5"}),
               HasSubstr("trainer.stages[1].grpo.smoothing_window: 5 never smooths (winsorizing "
                         "starts at 8 rewards); use 0 (off) or >= 8"));
-  EXPECT_EQ(load_error(kPretrainThenRl, {"trainer.stages.1.grpo.smoothing_window=0"}), "<no error>");
-  EXPECT_EQ(load_error(kPretrainThenRl, {"trainer.stages.1.grpo.smoothing_window=8"}), "<no error>");
+  EXPECT_EQ(load_error(kPretrainThenRl, {"trainer.stages.1.grpo.smoothing_window=0"}),
+            "<no error>");
+  EXPECT_EQ(load_error(kPretrainThenRl, {"trainer.stages.1.grpo.smoothing_window=8"}),
+            "<no error>");
   EXPECT_EQ(load_error(kPretrainThenRl, {"trainer.stages.1.grpo.loss_agg=dr-grpo"}), "<no error>");
-  EXPECT_THAT(load_error(kPretrainThenRl, {"trainer.stages.1.grpo.loss_agg=dr-grpo",
-                                           "trainer.stages.1.grpo.ratio_level=sequence"}),
-              HasSubstr("trainer.stages[1].grpo.loss_agg: dr-grpo does not combine with ratio_level: sequence"));
+  EXPECT_THAT(
+      load_error(kPretrainThenRl, {"trainer.stages.1.grpo.loss_agg=dr-grpo",
+                                   "trainer.stages.1.grpo.ratio_level=sequence"}),
+      HasSubstr(
+          "trainer.stages[1].grpo.loss_agg: dr-grpo does not combine with ratio_level: sequence"));
   EXPECT_THAT(load_error(kPretrainThenRl, {"trainer.stages.1.grpo.smoothing_min_std=0"}),
               HasSubstr("trainer.stages[1].grpo.smoothing_min_std: expected a number > 0"));
   // The message names the stage whose rule failed, on one line.

@@ -244,14 +244,17 @@ TEST(DynamicSampling, ResamplesUntilEnoughGroupsHaveSpread) {
   StepBatch b = batch_of({{1, 1}, {0, 1}});  // B = 2, one group with spread
   b.generated = 10;
   std::vector<std::pair<int64_t, int64_t>> asked;
-  int64_t rounds = resample_flat_groups(b, 2, 3, [&](int64_t round, int64_t count) {
-    asked.emplace_back(round, count);
-    StepBatch more = batch_of({{5, 5}});  // flat again
-    if (round == 2) more = batch_of({{4, 6}});
-    more.generated = 7;
-    more.times.generate = 0.5;
-    return more;
-  }, raw_rewards);
+  int64_t rounds = resample_flat_groups(
+      b, 2, 3,
+      [&](int64_t round, int64_t count) {
+        asked.emplace_back(round, count);
+        StepBatch more = batch_of({{5, 5}});  // flat again
+        if (round == 2) more = batch_of({{4, 6}});
+        more.generated = 7;
+        more.times.generate = 0.5;
+        return more;
+      },
+      raw_rewards);
   EXPECT_EQ(rounds, 2);
   EXPECT_EQ(asked, (std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {2, 1}}));
   ASSERT_EQ(b.groups.size(), 2u);  // the two with spread: the first round's flat group dropped
@@ -261,7 +264,9 @@ TEST(DynamicSampling, ResamplesUntilEnoughGroupsHaveSpread) {
   EXPECT_DOUBLE_EQ(b.times.generate, 1.0);
   // Off (R = 0): nothing sampled, nothing dropped.
   StepBatch c = batch_of({{1, 1}, {0, 1}});
-  EXPECT_EQ(resample_flat_groups(c, 2, 0, [](int64_t, int64_t) -> StepBatch { throw 1; }, raw_rewards), 0);
+  EXPECT_EQ(resample_flat_groups(
+                c, 2, 0, [](int64_t, int64_t) -> StepBatch { throw 1; }, raw_rewards),
+            0);
   EXPECT_EQ(c.groups.size(), 2u);
 }
 
@@ -298,12 +303,15 @@ TEST(DynamicSampling, DecidesOnShapedAndSmoothedRewards) {
   EXPECT_FALSE(group_has_spread(b, advantage_rewards(b), 0));
   EXPECT_TRUE(group_has_spread(b, advantage_rewards(b), 1));
   int64_t asked = 0;
-  const int64_t rounds = resample_flat_groups(b, 2, 1, [&](int64_t, int64_t count) {
-    asked = count;
-    StepBatch more = batch_of({{0, 1}});
-    more.groups[0].task.name = "t2";
-    return more;
-  }, advantage_rewards);
+  const int64_t rounds = resample_flat_groups(
+      b, 2, 1,
+      [&](int64_t, int64_t count) {
+        asked = count;
+        StepBatch more = batch_of({{0, 1}});
+        more.groups[0].task.name = "t2";
+        return more;
+      },
+      advantage_rewards);
   EXPECT_EQ(rounds, 1);
   EXPECT_EQ(asked, 1);  // t1 counted as having spread, t0 not
   ASSERT_EQ(b.groups.size(), 2u);

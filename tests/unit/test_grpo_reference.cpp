@@ -50,7 +50,8 @@ double max_abs_diff(const torch::Tensor& a, const torch::Tensor& b) {
 // The committed numbers are what the reference computes now (it recomputes every case and
 // compares, all but the generator line); skipped where KERNELRL_PYTHON has no torch.
 TEST(GrpoReference, GoldenFileIsWhatTheReferenceComputes) {
-  if (std::string(KERNELRL_PYTHON).empty()) GTEST_SKIP() << "KERNELRL_PYTHON not set at configure time";
+  if (std::string(KERNELRL_PYTHON).empty())
+    GTEST_SKIP() << "KERNELRL_PYTHON not set at configure time";
   auto r = testing::run_command(std::string(KERNELRL_PYTHON) + " " + KERNELRL_SOURCE_DIR +
                                 "/tests/golden/grpo_reference.py --check");
   if (r.exit_code == 3) GTEST_SKIP() << "torch not importable by " << KERNELRL_PYTHON;
@@ -97,7 +98,8 @@ TEST(GrpoReference, SmoothingWithTheSigmaFloorMatches) {
       EXPECT_EQ(smoother.smooth(tasks, rewards), smoother.smooth(tasks, rewards));
       const auto got = smoother.apply_step(tasks, rewards);
       ASSERT_EQ(got.size(), want.size());
-      for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-12) << "step " << s << " row " << i;
+      for (size_t i = 0; i < got.size(); ++i)
+        EXPECT_NEAR(got[i], want[i], 1e-12) << "step " << s << " row " << i;
     }
   }
 }
@@ -115,7 +117,8 @@ TEST(GrpoReference, FirstSuccessAfterEqualFailuresKeepsItsGroupInTheUpdate) {
     RewardSmoother smoother(cfg);
     const std::vector<std::string> tasks(8, "a");
     smoother.apply_step(tasks, c.at("steps")[0].at("rewards").get<std::vector<double>>());
-    const auto smoothed = smoother.apply_step(tasks, c.at("steps")[1].at("rewards").get<std::vector<double>>());
+    const auto smoothed =
+        smoother.apply_step(tasks, c.at("steps")[1].at("rewards").get<std::vector<double>>());
     return group_advantages(torch::tensor(smoothed, torch::kFloat64), 8, "group", 1e-4);
   };
   const GroupAdvantages fixed = run(0.1);
@@ -149,17 +152,18 @@ TEST(GrpoReference, ShapingSmoothingAdvantagesEndToEnd) {
     for (size_t s = 0; s < c.at("steps").size(); ++s) {
       std::vector<double> shaped;
       for (const auto& row : c.at("steps")[s])
-        shaped.push_back(shaped_reward(row.at("reward").get<double>(), row.at("passed").get<bool>(),
-                                       row.at("length").get<int64_t>(), c.at("max_len").get<int64_t>(),
-                                       c.at("buffer").get<int64_t>(), c.at("failed_reward").get<double>()));
+        shaped.push_back(
+            shaped_reward(row.at("reward").get<double>(), row.at("passed").get<bool>(),
+                          row.at("length").get<int64_t>(), c.at("max_len").get<int64_t>(),
+                          c.at("buffer").get<int64_t>(), c.at("failed_reward").get<double>()));
       const auto want_shaped = c.at("shaped")[s].get<std::vector<double>>();
       for (size_t i = 0; i < shaped.size(); ++i) EXPECT_NEAR(shaped[i], want_shaped[i], 1e-12);
       last = smoother.apply_step(std::vector<std::string>(shaped.size(), "t"), shaped);
       const auto want_smoothed = c.at("smoothed")[s].get<std::vector<double>>();
       for (size_t i = 0; i < last.size(); ++i) EXPECT_NEAR(last[i], want_smoothed[i], 1e-12);
     }
-    auto g = group_advantages(torch::tensor(last, torch::kFloat64), c.at("group_size").get<int64_t>(),
-                              "group", 1e-4);
+    auto g = group_advantages(torch::tensor(last, torch::kFloat64),
+                              c.at("group_size").get<int64_t>(), "group", 1e-4);
     EXPECT_LE(max_abs_diff(g.advantages, tensor_of(c.at("advantages"))), 2e-6);
     EXPECT_EQ(g.zero_spread_groups, 0);
   }
@@ -180,8 +184,9 @@ TEST(GrpoReference, ClippedSurrogateEveryAggregationMatches) {
     cfg.ratio_level = k.at("ratio_level").get<std::string>();
     auto logp = tensor_of(c.at("logp")).requires_grad_(true);
     const auto ref = c.at("logp_ref").is_null() ? torch::Tensor() : tensor_of(c.at("logp_ref"));
-    auto t = clipped_surrogate(logp, tensor_of(c.at("logp_old")), ref, tensor_of(c.at("advantages")),
-                               tensor_of(c.at("mask")), cfg, c.at("max_completion_tokens").get<int64_t>());
+    auto t = clipped_surrogate(logp, tensor_of(c.at("logp_old")), ref,
+                               tensor_of(c.at("advantages")), tensor_of(c.at("mask")), cfg,
+                               c.at("max_completion_tokens").get<int64_t>());
     const json& e = c.at("expected");
     EXPECT_NEAR(t.loss.item<double>(), e.at("loss").get<double>(), 1e-12);
     EXPECT_NEAR(t.clip_fraction.item<double>(), e.at("clip_fraction").get<double>(), 1e-12);

@@ -159,7 +159,9 @@ TEST(GrpoStep, DrGrpoDividesByRowsTimesTheCompletionBudget) {
     OptimizerConfig oc;
     oc.lr = 1e-30;
     auto opt = make_adamw(*m, oc);
-    return grpo_update(m, *opt, s.batch, s.adv, s.valid, logp_old, {}, cfg, 3, 0.0, false).passes.at(0).loss;
+    return grpo_update(m, *opt, s.batch, s.adv, s.valid, logp_old, {}, cfg, 3, 0.0, false)
+        .passes.at(0)
+        .loss;
   };
   EXPECT_NEAR(loss_of("dr-grpo"), loss_of("token-mean") * 10.0 / (4 * 8), 1e-6);
 }
@@ -200,9 +202,11 @@ TEST(GrpoStep, SamplerLogprobsAreTheUpdatesAtTheSamplingTemperature) {
     const torch::Tensor lp = rl_logprobs(m, batch, 3);
     double worst = 0;
     for (size_t i = 0; i < rollouts.size(); ++i) {
-      const auto row = lp[static_cast<int64_t>(i)].masked_select(batch.target_mask[static_cast<int64_t>(i)] > 0);
+      const auto row =
+          lp[static_cast<int64_t>(i)].masked_select(batch.target_mask[static_cast<int64_t>(i)] > 0);
       EXPECT_EQ(row.numel(), static_cast<int64_t>(rollouts[i].sample_logprobs.size()));
-      worst = std::max(worst, (row - torch::tensor(rollouts[i].sample_logprobs)).abs().max().item<double>());
+      worst = std::max(
+          worst, (row - torch::tensor(rollouts[i].sample_logprobs)).abs().max().item<double>());
     }
     return worst;
   };
@@ -212,15 +216,15 @@ TEST(GrpoStep, SamplerLogprobsAreTheUpdatesAtTheSamplingTemperature) {
   RlBatch batch = make_rl_batch(groups, rollouts, kPad, sampled_at(kTemperature));
   torch::Tensor logp_old = torch::zeros(batch.target_mask.sizes());
   for (size_t i = 0; i < rollouts.size(); ++i)
-    logp_old[static_cast<int64_t>(i)].masked_scatter_(batch.target_mask[static_cast<int64_t>(i)] > 0,
-                                                      torch::tensor(rollouts[i].sample_logprobs));
+    logp_old[static_cast<int64_t>(i)].masked_scatter_(
+        batch.target_mask[static_cast<int64_t>(i)] > 0, torch::tensor(rollouts[i].sample_logprobs));
   GrpoConfig cfg;
   OptimizerConfig oc;
   oc.lr = 1e-3;
   m->train();
   auto opt = make_adamw(*m, oc);
-  auto st = grpo_update(m, *opt, batch, torch::tensor({1.0f, -1.0f, 0.5f, -0.5f}), torch::ones({4}, torch::kBool),
-                        logp_old, {}, cfg, 2, 1.0, false);
+  auto st = grpo_update(m, *opt, batch, torch::tensor({1.0f, -1.0f, 0.5f, -0.5f}),
+                        torch::ones({4}, torch::kBool), logp_old, {}, cfg, 2, 1.0, false);
   ASSERT_EQ(st.passes.size(), 1u);
   EXPECT_NEAR(st.passes[0].ratio_mean, 1.0, 1e-4);
   EXPECT_EQ(st.passes[0].clip_fraction, 0.0);
