@@ -151,7 +151,10 @@ json grpo_step(LlamaModel& model, int64_t rows, int64_t group, int64_t prompt, i
   oc.lr = 1e-4;
   auto opt = make_adamw(*model, oc);
   model->train();
-  RlBatch batch = make_rl_batch(groups, rollouts, /*pad_id=*/0);
+  SamplingConfig sampled;  // as generated above
+  sampled.temperature = o.temperature;
+  sampled.max_new_tokens = o.max_new_tokens;
+  RlBatch batch = make_rl_batch(groups, rollouts, /*pad_id=*/0, sampled);
   torch::Tensor logp_old = rl_logprobs(model, batch, micro);
   torch::Tensor logp_ref;
   if (lora) {

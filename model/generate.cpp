@@ -242,8 +242,13 @@ GenerationResult generate(LlamaModel& model, const std::vector<std::vector<int64
                                uniforms[t].index_select(0, row_ids));
     }
     tok = torch::where(finished, torch::full_like(tok, pad), tok);
-    // The logprob GRPO needs: log softmax of the raw logits, before temperature/top-k/top-p.
-    auto lp = lf.log_softmax(-1).gather(1, tok.unsqueeze(1)).squeeze(1).masked_fill(finished, 0.0);
+    // The logprob GRPO needs: log softmax(logits / T), the tempered distribution before
+    // top-k/top-p, as token_logprobs(..., temperature) computes it (greedy: T = 1).
+    auto lp = (o.temperature > 0 && o.temperature != 1.0 ? lf / o.temperature : lf)
+                  .log_softmax(-1)
+                  .gather(1, tok.unsqueeze(1))
+                  .squeeze(1)
+                  .masked_fill(finished, 0.0);
     out_tok.select(1, t).index_copy_(0, row_ids, tok);
     out_lp.select(1, t).index_copy_(0, row_ids, lp);
     if (!eos.empty()) {

@@ -46,8 +46,9 @@ struct GenerationResult {
   // Per prompt, in input order. tokens include the EOS token that ended a row; a row stopped
   // by a stop string ends with the token that completed it.
   std::vector<std::vector<int64_t>> tokens;
-  // log p(token) under softmax(logits), i.e. the distribution BEFORE temperature/top-k/top-p,
-  // in fp32 from the model-dtype logits; aligned with tokens.
+  // log p(token) under softmax(logits / temperature) (temperature 0: softmax(logits)), the
+  // tempered distribution before top-k/top-p, as token_logprobs(..., temperature) and TRL/verl
+  // compute the policy's log-probs; fp32 from the model-dtype logits; aligned with tokens.
   std::vector<std::vector<float>> logprobs;
   std::vector<std::string> text;           // decoded completion (empty without a tokenizer)
   std::vector<std::string> finish_reason;  // "eos" | "stop" | "length"

@@ -734,16 +734,22 @@ torch::Tensor head_logits(const torch::Tensor& h, const torch::Tensor& w, at::Sc
   return torch::matmul(h.to(dtype), w.to(dtype).t()).to(torch::kFloat32);
 }
 
-// log p(target) = z_t − logsumexp(z) for rows h [N, D], `rows` at a time; with `entropy`,
-// H = −Σ p log p = logsumexp(z) − Σ p z as well. Outputs [N] fp32.
+// The logits at temperature τ: z / τ (the same division model/generate.cpp's filter_logits makes,
+// so the sampler's log-probs and these agree to the bit on the same logits). τ = 1: z itself.
+torch::Tensor tempered(torch::Tensor z, double temperature) {
+  return temperature == 1.0 ? z : z / temperature;
+}
+
+// log p(target) = z_t − logsumexp(z) of z = h·wᵀ / τ for rows h [N, D], `rows` at a time; with
+// `entropy`, H = −Σ p log p = logsumexp(z) − Σ p z as well. Outputs [N] fp32.
 void chunked_logprobs(const torch::Tensor& h, const torch::Tensor& w, const torch::Tensor& targets,
-                      at::ScalarType dtype, int64_t rows, torch::Tensor& logp,
+                      at::ScalarType dtype, int64_t rows, double temperature, torch::Tensor& logp,
                       torch::Tensor* entropy) {
   const int64_t N = h.size(0);
   logp = torch::empty({N}, h.options().dtype(torch::kFloat32));
   for (int64_t s = 0; s < N; s += rows) {
     const int64_t n = std::min(rows, N - s);
-    auto z = head_logits(h.narrow(0, s, n), w, dtype);
+    auto z = tempered(head_logits(h.narrow(0, s, n), w, dtype), temperature);
     auto lse = z.logsumexp(-1);
     logp.narrow(0, s, n).copy_(z.gather(-1, targets.narrow(0, s, n).unsqueeze(-1)).squeeze(-1) -
                                lse);
@@ -754,19 +760,21 @@ void chunked_logprobs(const torch::Tensor& h, const torch::Tensor& w, const torc
   }
 }
 
-// The same as a differentiable op whose backward recomputes each chunk's logits:
-//   ∂ log p(t) / ∂z = onehot(t) − softmax(z),  ∂/∂h = (∂/∂z) W,  ∂/∂W = (∂/∂z)ᵀ h.
+// The same as a differentiable op whose backward recomputes each chunk's logits z = h·Wᵀ:
+//   ∂ log p(t) / ∂z = (onehot(t) − softmax(z/τ)) / τ,  ∂/∂h = (∂/∂z) W,  ∂/∂W = (∂/∂z)ᵀ h.
 // `entropy` (an input that needs no gradient) is filled as a side output.
 struct ChunkedLogprob : public torch::autograd::Function<ChunkedLogprob> {
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, torch::Tensor h,
                                torch::Tensor w, torch::Tensor targets, torch::Tensor entropy,
-                               int64_t rows) {
+                               int64_t rows, double temperature) {
     const at::ScalarType dtype = head_dtype(h, w);
     ctx->save_for_backward({h, w, targets});
     ctx->saved_data["rows"] = rows;
     ctx->saved_data["dtype"] = static_cast<int64_t>(dtype);
+    ctx->saved_data["temperature"] = temperature;
     torch::Tensor logp;
-    chunked_logprobs(h, w, targets, dtype, rows, logp, entropy.numel() ? &entropy : nullptr);
+    chunked_logprobs(h, w, targets, dtype, rows, temperature, logp,
+                     entropy.numel() ? &entropy : nullptr);
     return logp;
   }
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
@@ -775,6 +783,7 @@ struct ChunkedLogprob : public torch::autograd::Function<ChunkedLogprob> {
     const torch::Tensor &h = saved[0], &w = saved[1], &targets = saved[2];
     const int64_t rows = ctx->saved_data["rows"].toInt();
     const auto dtype = static_cast<at::ScalarType>(ctx->saved_data["dtype"].toInt());
+    const double temperature = ctx->saved_data["temperature"].toDouble();
     const bool need_h = ctx->needs_input_grad(0), need_w = ctx->needs_input_grad(1);
     const auto g = grad_out[0].to(torch::kFloat32);
     const int64_t N = h.size(0);
@@ -785,38 +794,57 @@ struct ChunkedLogprob : public torch::autograd::Function<ChunkedLogprob> {
     for (int64_t s = 0; s < N; s += rows) {
       const int64_t n = std::min(rows, N - s);
       const auto hc = h.narrow(0, s, n);
-      auto gz = -head_logits(hc, w, dtype).softmax(-1);
+      auto gz = -tempered(head_logits(hc, w, dtype), temperature).softmax(-1);
       gz.scatter_add_(-1, targets.narrow(0, s, n).unsqueeze(-1), torch::ones({n, 1}, gz.options()));
-      gz = (gz * g.narrow(0, s, n).unsqueeze(-1)).to(dtype);
+      gz = (gz * (g.narrow(0, s, n) / temperature).unsqueeze(-1)).to(dtype);
       if (need_h) gh.narrow(0, s, n).copy_(torch::matmul(gz, wd));
       if (need_w) gw.add_(torch::matmul(gz.t(), hc.to(dtype)).to(torch::kFloat32));
     }
-    return {gh, need_w ? gw.to(w.scalar_type()) : torch::Tensor(), torch::Tensor(), torch::Tensor(),
+    return {gh,
+            need_w ? gw.to(w.scalar_type()) : torch::Tensor(),
+            torch::Tensor(),
+            torch::Tensor(),
+            torch::Tensor(),
             torch::Tensor()};
   }
 };
 
 }  // namespace
 
+torch::Tensor head_token_logprobs(const torch::Tensor& h, const torch::Tensor& w,
+                                  const torch::Tensor& targets, double temperature,
+                                  torch::Tensor* entropy, int64_t chunk_bytes) {
+  TORCH_CHECK(h.dim() == 2 && w.dim() == 2 && h.size(1) == w.size(1),
+              "head_token_logprobs needs h [N, D] and w [V, D]");
+  TORCH_CHECK(targets.dim() == 1 && targets.size(0) == h.size(0), "targets must be [N]");
+  TORCH_CHECK(temperature > 0, "log-probs at temperature ", temperature, ": it must be > 0");
+  const int64_t budget = chunk_bytes > 0 ? chunk_bytes : kLogprobChunkBytes;
+  const int64_t rows = std::max<int64_t>(1, budget / (w.size(0) * 4));
+  torch::Tensor ent = entropy ? torch::empty({h.size(0)}, h.options().dtype(torch::kFloat32))
+                              : torch::empty({0}, h.options().dtype(torch::kFloat32));
+  torch::Tensor logp;
+  if (torch::GradMode::is_enabled() && (h.requires_grad() || w.requires_grad())) {
+    logp = ChunkedLogprob::apply(h, w, targets, ent, rows, temperature);
+  } else {
+    chunked_logprobs(h, w, targets, head_dtype(h, w), rows, temperature, logp,
+                     entropy ? &ent : nullptr);
+  }
+  if (entropy) *entropy = ent;
+  return logp;
+}
+
 torch::Tensor token_logprobs(LlamaModel& model, const torch::Tensor& tokens,
                              const torch::Tensor& attention_mask, torch::Tensor* entropy,
-                             int64_t chunk_bytes) {
+                             int64_t chunk_bytes, double temperature) {
   TORCH_CHECK(tokens.dim() == 2 && tokens.size(1) >= 2, "token_logprobs needs tokens [B, T>=2]");
   const int64_t B = tokens.size(0), T = tokens.size(1);
   auto h = model->hidden(tokens, attention_mask).narrow(1, 0, T - 1);
   const auto hf = h.reshape({B * (T - 1), h.size(-1)});
   const auto targets = tokens.narrow(1, 1, T - 1).reshape({-1});
   const torch::Tensor w = model->lm_head ? model->lm_head->weight : model->embed_tokens->weight;
-  const int64_t budget = chunk_bytes > 0 ? chunk_bytes : kLogprobChunkBytes;
-  const int64_t rows = std::max<int64_t>(1, budget / (w.size(0) * 4));
-  torch::Tensor ent = entropy ? torch::empty({B * (T - 1)}, hf.options().dtype(torch::kFloat32))
-                              : torch::empty({0}, hf.options().dtype(torch::kFloat32));
-  torch::Tensor logp;
-  if (torch::GradMode::is_enabled() && (hf.requires_grad() || w.requires_grad())) {
-    logp = ChunkedLogprob::apply(hf, w, targets, ent, rows);
-  } else {
-    chunked_logprobs(hf, w, targets, head_dtype(hf, w), rows, logp, entropy ? &ent : nullptr);
-  }
+  torch::Tensor ent;
+  torch::Tensor logp =
+      head_token_logprobs(hf, w, targets, temperature, entropy ? &ent : nullptr, chunk_bytes);
   if (entropy) *entropy = ent.view({B, T - 1});
   return logp.view({B, T - 1});
 }

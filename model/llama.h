@@ -283,15 +283,28 @@ LlamaModel make_model(const ModelConfig& config, int64_t vocab_size, torch::Devi
                       uint64_t seed);
 
 // Log-probabilities of tokens[:, 1:] under a full forward: [B, T-1] fp32, differentiable.
-// logprob[b, t] = log softmax(logits[b, t])[tokens[b, t+1]]. `attention_mask` as in forward().
-// If `entropy` is given it receives the per-position entropy -Σ p log p, [B, T-1] fp32 (no
-// gradient). The vocabulary dimension is never held whole: positions go through the output
-// head in chunks of about `chunk_bytes` of fp32 logits (0: kLogprobChunkBytes), and backward
-// recomputes each chunk's logits, so a 150k vocabulary costs O(chunk · V), not O(B · T · V).
+// logprob[b, t] = log softmax(logits[b, t] / τ)[tokens[b, t+1]], τ = `temperature`: the
+// policy that samples at temperature τ (model/generate.h), as TRL (GRPOTrainer
+// ._get_per_token_logps: logits /= temperature) and verl (logits.div_(temperature)) take the
+// policy, old and reference log-probs. `attention_mask` as in forward().
+// If `entropy` is given it receives the per-position entropy -Σ p log p of that distribution,
+// [B, T-1] fp32 (no gradient). The vocabulary dimension is never held whole: positions go
+// through the output head in chunks of about `chunk_bytes` of fp32 logits (0:
+// kLogprobChunkBytes), and backward recomputes each chunk's logits, so a 150k vocabulary costs
+// O(chunk · V), not O(B · T · V).
 inline constexpr int64_t kLogprobChunkBytes = int64_t{256} << 20;
 torch::Tensor token_logprobs(LlamaModel& model, const torch::Tensor& tokens,
                              const torch::Tensor& attention_mask = {},
-                             torch::Tensor* entropy = nullptr, int64_t chunk_bytes = 0);
+                             torch::Tensor* entropy = nullptr, int64_t chunk_bytes = 0,
+                             double temperature = 1.0);
+
+// The output head's part of token_logprobs, on hidden rows h [N, D] and the head weight w [V, D]:
+//   logp[n] = log softmax(h[n]·wᵀ / τ)[targets[n]]                                  [N] fp32
+// differentiable in h and w, chunked over rows as above; the gradient of one row is
+//   ∂logp/∂z = (onehot(target) − softmax(z/τ)) / τ,   z = h·wᵀ.
+torch::Tensor head_token_logprobs(const torch::Tensor& h, const torch::Tensor& w,
+                                  const torch::Tensor& targets, double temperature = 1.0,
+                                  torch::Tensor* entropy = nullptr, int64_t chunk_bytes = 0);
 
 // RoPE inverse frequencies [head_dim/2] fp32 on the CPU for `shape` (θ and rope_scaling): bit-equal
 // to transformers' (default and llama3 rope functions) as its from_pretrained computes them, on the

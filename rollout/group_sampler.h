@@ -27,7 +27,8 @@ struct PromptGroup {
 struct Rollout {
   size_t group = 0;                    // index into the PromptGroup list
   std::vector<int64_t> completion;     // sampled token ids
-  std::vector<float> sample_logprobs;  // under the sampling policy, before temperature/top-k/p
+  std::vector<float> sample_logprobs;  // under the sampling policy at its temperature, before
+                                       // top-k/top-p (GenerationResult::logprobs)
   // Per completion token, under the training forward of the policy that sampled the row, when
   // the row was sampled a step ahead (rollout.overlap); empty: the update computes π_old itself.
   std::vector<float> policy_logprobs;

@@ -2,23 +2,25 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 
 namespace kernelrl {
 
-bool group_has_spread(const StepBatch& batch, size_t gi) {
+bool group_has_spread(const StepBatch& batch, const std::vector<double>& rewards, size_t gi) {
+  if (rewards.size() != batch.rollouts.size())
+    throw std::logic_error("dynamic sampling: one reward per row expected");
   double lo = INFINITY, hi = -INFINITY;
   for (size_t i = 0; i < batch.rollouts.size(); ++i)
-    if (batch.rollouts[i].group == gi)
-      lo = std::min(lo, batch.scored[i].reward), hi = std::max(hi, batch.scored[i].reward);
+    if (batch.rollouts[i].group == gi) lo = std::min(lo, rewards[i]), hi = std::max(hi, rewards[i]);
   return hi - lo > 1e-8;
 }
 
-void keep_groups_with_spread(StepBatch& batch, int64_t count) {
+void keep_groups_with_spread(StepBatch& batch, const std::vector<double>& rewards, int64_t count) {
   if (static_cast<int64_t>(batch.groups.size()) <= count) return;
   std::vector<size_t> keep;  // spread first, in sampling order
   for (int pass = 0; pass < 2; ++pass)
     for (size_t gi = 0; gi < batch.groups.size() && static_cast<int64_t>(keep.size()) < count; ++gi)
-      if (group_has_spread(batch, gi) == (pass == 0)) keep.push_back(gi);
+      if (group_has_spread(batch, rewards, gi) == (pass == 0)) keep.push_back(gi);
   std::sort(keep.begin(), keep.end());
   std::vector<PromptGroup> groups;
   std::vector<Rollout> rollouts;
@@ -38,10 +40,11 @@ void keep_groups_with_spread(StepBatch& batch, int64_t count) {
 }
 
 int64_t resample_flat_groups(StepBatch& batch, int64_t target, int64_t max_rounds,
-                             const SampleMore& sample_more) {
+                             const SampleMore& sample_more, const AdvantageRewards& rewards_of) {
   auto with_spread = [&] {
+    const std::vector<double> rewards = rewards_of(batch);
     int64_t k = 0;
-    for (size_t gi = 0; gi < batch.groups.size(); ++gi) k += group_has_spread(batch, gi);
+    for (size_t gi = 0; gi < batch.groups.size(); ++gi) k += group_has_spread(batch, rewards, gi);
     return k;
   };
   int64_t round = 0;
@@ -49,7 +52,7 @@ int64_t resample_flat_groups(StepBatch& batch, int64_t target, int64_t max_round
     ++round;
     batch.append(sample_more(round, target - have));
   }
-  keep_groups_with_spread(batch, target);
+  keep_groups_with_spread(batch, rewards_of(batch), target);
   return round;
 }
 

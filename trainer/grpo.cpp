@@ -41,7 +41,8 @@ GroupAdvantages group_advantages(const torch::Tensor& rewards, int64_t group_siz
 
 SurrogateTerms clipped_surrogate(const torch::Tensor& logp, const torch::Tensor& logp_old,
                                  const torch::Tensor& logp_ref, const torch::Tensor& advantages,
-                                 const torch::Tensor& mask, const GrpoConfig& config) {
+                                 const torch::Tensor& mask, const GrpoConfig& config,
+                                 int64_t max_completion_tokens) {
   TORCH_CHECK(logp.sizes() == logp_old.sizes() && logp.sizes() == mask.sizes(),
               "logp, logp_old and mask must have one shape");
   TORCH_CHECK(advantages.dim() == 1 && advantages.size(0) == logp.size(0),
@@ -81,6 +82,12 @@ SurrogateTerms clipped_surrogate(const torch::Tensor& logp, const torch::Tensor&
   }
   if (config.loss_agg == "token-mean") {
     out.loss = (per_token * m).sum() / tokens;
+  } else if (config.loss_agg == "dr-grpo") {
+    // Dr.GRPO: a constant normalizer N·L_max, so a row's weight does not depend on its length
+    // (TRL: loss.sum() / (size(0) · max_completion_length)).
+    TORCH_CHECK(max_completion_tokens > 0, "loss_agg dr-grpo needs max_completion_tokens > 0");
+    out.loss = (per_token * m).sum() /
+               (static_cast<double>(logp.size(0)) * static_cast<double>(max_completion_tokens));
   } else {  // sequence-mean over rows that have tokens
     auto row_tokens = m.sum(1);
     auto rows = (row_tokens > 0).to(logp.dtype());
@@ -112,17 +119,24 @@ double overlong_penalty(int64_t length, int64_t max_len, int64_t buffer) {
   return static_cast<double>((max_len - buffer) - length) / static_cast<double>(buffer);
 }
 
-std::vector<double> RewardSmoother::apply_step(const std::vector<std::string>& tasks,
-                                               const std::vector<double>& rewards) {
+double shaped_reward(double reward, bool passed, int64_t length, int64_t max_len, int64_t buffer,
+                     double failed_reward) {
+  const double r = reward + overlong_penalty(length, max_len, buffer);
+  return passed ? std::max(r, failed_reward) : r;
+}
+
+std::vector<double> RewardSmoother::smooth(const std::vector<std::string>& tasks,
+                                           const std::vector<double>& rewards) const {
   TORCH_CHECK(tasks.size() == rewards.size(), "one task per reward");
   std::vector<double> out(rewards);
   if (config_.smoothing_window <= 0) return out;
-  // Bounds per task from the windows as they were before this step.
+  // Bounds per task from the windows as they are (before this step):
+  //   μ ± k·max(σ, σ_min), σ the sample std (n − 1).
   std::map<std::string, std::pair<double, double>> bounds;
   for (const auto& task : tasks) {
     if (bounds.count(task)) continue;
     const auto it = windows_.find(task);
-    if (it == windows_.end() || it->second.size() < 8) {
+    if (it == windows_.end() || static_cast<int64_t>(it->second.size()) < kSmoothingMinRewards) {
       bounds[task] = {-INFINITY, INFINITY};
       continue;
     }
@@ -131,13 +145,21 @@ std::vector<double> RewardSmoother::apply_step(const std::vector<std::string>& t
     for (double x : w) mean += x;
     mean /= static_cast<double>(w.size());
     for (double x : w) var += (x - mean) * (x - mean);
-    const double sd = std::sqrt(var / static_cast<double>(w.size() - 1));
+    const double sd =
+        std::max(std::sqrt(var / static_cast<double>(w.size() - 1)), config_.smoothing_min_std);
     bounds[task] = {mean - config_.smoothing_sigmas * sd, mean + config_.smoothing_sigmas * sd};
   }
   for (size_t i = 0; i < rewards.size(); ++i) {
-    const auto [lo, hi] = bounds[tasks[i]];
+    const auto [lo, hi] = bounds.at(tasks[i]);
     out[i] = std::clamp(rewards[i], lo, hi);
   }
+  return out;
+}
+
+std::vector<double> RewardSmoother::apply_step(const std::vector<std::string>& tasks,
+                                               const std::vector<double>& rewards) {
+  std::vector<double> out = smooth(tasks, rewards);
+  if (config_.smoothing_window <= 0) return out;
   for (size_t i = 0; i < rewards.size(); ++i) {
     auto& w = windows_[tasks[i]];
     w.push_back(rewards[i]);

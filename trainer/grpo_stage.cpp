@@ -195,7 +195,8 @@ class RlStage final : public StageStep {
     RlStepResult r;
     r.resample_rounds = resample_flat_groups(
         batch, prompts_per_step(), ro_.dynamic_sampling_rounds,
-        [&](int64_t round, int64_t count) { return sample_scored(mix(seed, round), round, count); });
+        [&](int64_t round, int64_t count) { return sample_scored(mix(seed, round), round, count); },
+        [&](const StepBatch& b) { return smoother_.smooth(tasks_of(b), shaped_rewards(b)); });
     refine_turns(batch, ro_.turns, revision(), sample_turn(seed));
     const auto update_start = Clock::now();
     advantages(batch, r);
@@ -381,7 +382,7 @@ class RlStage final : public StageStep {
   void set_policy_logprobs(StepBatch& b) {
     if (b.rollouts.empty()) return;
     policy_.model->train();  // the mode update() takes π_old in (LoRA dropout included)
-    RlBatch batch = make_rl_batch(b.groups, b.rollouts, tok_.pad_id());
+    RlBatch batch = make_rl_batch(b.groups, b.rollouts, tok_.pad_id(), ro_.sampling);
     torch::Tensor lp = rl_logprobs(policy_.model, batch, stage_.batch_size);
     for (size_t i = 0; i < b.rollouts.size(); ++i) {
       torch::Tensor row = lp[static_cast<int64_t>(i)].masked_select(
@@ -412,22 +413,13 @@ class RlStage final : public StageStep {
   }
 
   // 4. Rewards (clipped once by the reward formula) + DAPO's overlong punishment of sampled
-  //    completions (R_len, trainer/grpo.h) → winsorized per task against the windows before
-  //    this step, r'' = clip(r, μ_w − k·σ_w, μ_w + k·σ_w) → returns over turns
+  //    completions, a passing one kept at or above failed_reward (shaped_reward,
+  //    trainer/grpo.h) → winsorized per task against the windows before this step,
+  //    r'' = clip(r, μ_w − k·σ̃_w, μ_w + k·σ̃_w), σ̃_w = max(σ_w, σ_min) → returns over turns
   //    R_k = r_k + γ·R_{k+1} → group-normalized advantages A_i = (R_i − mean_g) / (std_g + ε)
   //    (or the configured variant); with overlong_filter, truncated completions leave the loss.
   void advantages(const StepBatch& b, RlStepResult& r) {
-    std::vector<std::string> task_of;
-    std::vector<double> raw;
-    for (size_t i = 0; i < b.scored.size(); ++i) {
-      task_of.push_back(b.groups[b.rollouts[i].group].task.name);
-      const bool sampled = b.rollouts[i].finish_reason != "demonstration";
-      raw.push_back(b.scored[i].reward +
-                    (sampled ? overlong_penalty(static_cast<int64_t>(b.rollouts[i].completion.size()),
-                                                ro_.sampling.max_new_tokens, grpo_.overlong_buffer)
-                             : 0.0));
-    }
-    r.smoothed = smoother_.apply_step(task_of, raw);
+    r.smoothed = smoother_.apply_step(tasks_of(b), shaped_rewards(b));
     const std::vector<double> ret = turn_returns(r.smoothed, ro_.turns, ro_.turn_discount);
     r.advantages = group_advantages(torch::tensor(ret, torch::dtype(torch::kFloat64)).to(torch::kFloat32),
                                     ro_.group_size, grpo_.advantage_norm, grpo_.adv_eps);
@@ -436,15 +428,36 @@ class RlStage final : public StageStep {
         if (b.rollouts[i].finish_reason == "length") r.advantages.valid[static_cast<int64_t>(i)] = false;
   }
 
+  std::vector<std::string> tasks_of(const StepBatch& b) const {
+    std::vector<std::string> tasks;
+    for (const Rollout& row : b.rollouts) tasks.push_back(b.groups[row.group].task.name);
+    return tasks;
+  }
+  // Per row: the evaluator's reward with DAPO's overlong shaping (demonstrations unshaped).
+  std::vector<double> shaped_rewards(const StepBatch& b) const {
+    std::vector<double> shaped;
+    for (size_t i = 0; i < b.scored.size(); ++i) {
+      const Rollout& row = b.rollouts[i];
+      const bool sampled = row.finish_reason != "demonstration";
+      shaped.push_back(
+          shaped_reward(b.scored[i].reward, b.scored[i].passed,
+                        static_cast<int64_t>(row.completion.size()), ro_.sampling.max_new_tokens,
+                        sampled ? grpo_.overlong_buffer : 0, job_.reward.failed_reward));
+    }
+    return shaped;
+  }
+
   // 5. μ clipped updates on prompt + completion rows (trainer/grpo_step.h); π_old from the same
   //    forward path as the update, so the first pass's ratio is exactly 1 — except for rows
   //    sampled a step ahead (rollout.overlap), whose π_old is the sampling policy's, taken when
   //    they were sampled: their ratio is π_θ/π_θ_old of one update, as in asynchronous trainers.
+  //    π_θ, π_old and π_ref are all of softmax(logits / T) at the sampling temperature T
+  //    (RlBatch::temperature), the policy that sampled the rows (TRL, verl).
   GrpoUpdateStats update(const StepBatch& b, const GroupAdvantages& adv, double lr) {
     LlamaModel& model = policy_.model;
     model->train();
     set_lr(*policy_.optimizer, lr);
-    RlBatch batch = make_rl_batch(b.groups, b.rollouts, tok_.pad_id());
+    RlBatch batch = make_rl_batch(b.groups, b.rollouts, tok_.pad_id(), ro_.sampling);
     const UpdateShard shard{dist::rank(), dist::world_size()};  // micro-batch k is rank k mod W's
     torch::Tensor logp_old = rl_logprobs(model, batch, stage_.batch_size, shard);
     for (size_t i = 0; i < b.rollouts.size(); ++i) {

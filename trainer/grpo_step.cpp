@@ -13,12 +13,14 @@
 namespace kernelrl {
 
 RlBatch make_rl_batch(const std::vector<PromptGroup>& groups, const std::vector<Rollout>& rollouts,
-                      int64_t pad_id) {
+                      int64_t pad_id, const SamplingConfig& sampling) {
   int64_t T = 0;
   for (const auto& r : rollouts)
     T = std::max<int64_t>(T, groups.at(r.group).prompt_ids.size() + r.completion.size());
   const int64_t N = static_cast<int64_t>(rollouts.size());
   RlBatch b;
+  b.temperature = sampling.temperature;
+  b.max_new_tokens = sampling.max_new_tokens;
   b.tokens = torch::full({N, T}, pad_id, torch::kInt64);
   b.attention = torch::zeros({N, T}, torch::kBool);
   b.target_mask = torch::zeros({N, std::max<int64_t>(T - 1, 1)}, torch::kFloat32);
@@ -52,7 +54,8 @@ torch::Tensor rl_logprobs(LlamaModel& model, const RlBatch& batch, int64_t micro
       continue;
     }
     parts.push_back(token_logprobs(model, batch.tokens.slice(0, s, e).to(dev),
-                                   batch.attention.slice(0, s, e).to(dev))
+                                   batch.attention.slice(0, s, e).to(dev), /*entropy=*/nullptr,
+                                   /*chunk_bytes=*/0, batch.temperature)
                         .to(torch::kCPU));
   }
   return torch::cat(parts);
@@ -75,12 +78,15 @@ GrpoUpdateStats grpo_update(LlamaModel& model, torch::optim::AdamW& optimizer, c
   // Micro-batch weights, from the CPU mask: micro-batch means recombine into the batch aggregate
   //   token-mean:    Σ_mb (tokens_mb / tokens) · L_mb
   //   sequence-mean: Σ_mb (rows_mb / rows) · L_mb
+  //   dr-grpo:       Σ_mb (N_mb / N) · L_mb        (N: every row, masked ones included)
   struct Micro {
     int64_t s, e;
     double w_loss, w_tokens;
     bool mine;  // this rank's (data parallel: micro-batch s/micro is rank (s/micro) mod W's)
   };
   const bool sequence_mean = grpo.loss_agg == "sequence-mean" || grpo.ratio_level == "sequence";
+  const bool dr_grpo = grpo.loss_agg == "dr-grpo" && grpo.ratio_level != "sequence";
+  const double all_rows = static_cast<double>(batch.tokens.size(0));
   std::vector<Micro> micros;
   for (int64_t s = 0; s < batch.tokens.size(0); s += micro) {
     const int64_t e = std::min<int64_t>(batch.tokens.size(0), s + micro);
@@ -89,7 +95,9 @@ GrpoUpdateStats grpo_update(LlamaModel& model, torch::optim::AdamW& optimizer, c
     if (mb_tokens == 0) continue;
     const double mb_rows = (m.sum(1) > 0).sum().item<double>();
     micros.push_back({s, e,
-                      sequence_mean ? mb_rows / rows : mb_tokens / out.tokens,
+                      dr_grpo         ? static_cast<double>(e - s) / all_rows
+                      : sequence_mean ? mb_rows / rows
+                                      : mb_tokens / out.tokens,
                       mb_tokens / out.tokens, shard.mine(s / micro)});
   }
   const Micro* last_mine = nullptr;  // its backward overlaps the gradient all-reduce
@@ -109,11 +117,12 @@ GrpoUpdateStats grpo_update(LlamaModel& model, torch::optim::AdamW& optimizer, c
       {
         AutocastGuard ac(cuda);
         auto logp = token_logprobs(model, batch.tokens.slice(0, mb.s, mb.e).to(dev),
-                                   batch.attention.slice(0, mb.s, mb.e).to(dev), &entropy);
+                                   batch.attention.slice(0, mb.s, mb.e).to(dev), &entropy,
+                                   /*chunk_bytes=*/0, batch.temperature);
         terms = clipped_surrogate(
             logp, logp_old.slice(0, mb.s, mb.e).to(dev),
             logp_ref.defined() ? logp_ref.slice(0, mb.s, mb.e).to(dev) : torch::Tensor(),
-            advantages.slice(0, mb.s, mb.e).to(dev), m, grpo);
+            advantages.slice(0, mb.s, mb.e).to(dev), m, grpo, batch.max_new_tokens);
       }
       (terms.loss * mb.w_loss).backward();
       torch::NoGradGuard ng;

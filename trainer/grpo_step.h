@@ -16,15 +16,19 @@
 
 namespace kernelrl {
 
-// Padded rows of prompt + completion, on the CPU.
+// Padded rows of prompt + completion, on the CPU, with how they were sampled.
 struct RlBatch {
   torch::Tensor tokens;       // [N, T] int64, pad_id after each row's end
   torch::Tensor attention;    // [N, T] bool
   torch::Tensor target_mask;  // [N, T-1] float: 1 where tokens[:, t+1] is a completion token
                               // (log-prob index t scores token t+1)
+  double temperature = 1.0;   // the sampling temperature T: every log-prob of these rows (π_θ,
+                              // π_old, π_ref) is of softmax(logits / T), the policy that sampled
+  int64_t max_new_tokens = 0;  // L_max, the completion budget (Dr.GRPO's constant normalizer)
 };
+// `sampling` is the configuration the rows were sampled with (rollout.sampling).
 RlBatch make_rl_batch(const std::vector<PromptGroup>& groups, const std::vector<Rollout>& rollouts,
-                      int64_t pad_id);
+                      int64_t pad_id, const SamplingConfig& sampling);
 
 class GradSync;
 
@@ -37,8 +41,9 @@ struct UpdateShard {
   bool mine(int64_t micro_batch) const { return micro_batch % world == rank; }
 };
 
-// Per-token log-probs [N, T-1] of every row under `model`, in micro-batches of `micro` rows,
-// without gradients, on the CPU; with a shard, the other ranks' micro-batches are left 0.
+// Per-token log-probs [N, T-1] of every row under `model` at the batch's temperature, in
+// micro-batches of `micro` rows, without gradients, on the CPU; with a shard, the other ranks'
+// micro-batches are left 0.
 torch::Tensor rl_logprobs(LlamaModel& model, const RlBatch& batch, int64_t micro,
                           UpdateShard shard = {});
 

@@ -38,6 +38,24 @@ void check_rl_stage(const JobConfig& job, const StageConfig& s) {
         "rollout.turns: multi-turn refinement does not combine with "
         "rollout.demonstrations or rollout.dynamic_sampling_rounds" +
         who);
+  // A group of one has no spread: every advantage is 0 and no step would ever update.
+  if (ro.group_size < 2)
+    throw ConfigError("rollout.group_size: " + std::to_string(ro.group_size) +
+                      " completion per prompt gives every advantage 0 (GRPO normalizes within "
+                      "the group); use 2 or more" +
+                      who);
+  const GrpoConfig& g = s.grpo;
+  const std::string grpo_key = stage_key(job, s) + ".grpo.";
+  if (g.smoothing_window > 0 && g.smoothing_window < kSmoothingMinRewards)
+    throw ConfigError(grpo_key + "smoothing_window: " + std::to_string(g.smoothing_window) +
+                      " never smooths (winsorizing starts at " +
+                      std::to_string(kSmoothingMinRewards) +
+                      " rewards); use 0 (off) or >= " + std::to_string(kSmoothingMinRewards) + who);
+  if (g.loss_agg == "dr-grpo" && g.ratio_level == "sequence")
+    throw ConfigError(grpo_key +
+                      "loss_agg: dr-grpo does not combine with ratio_level: sequence "
+                      "(GSPO aggregates sequence-mean); use token-mean or ratio_level: token" +
+                      who);
   // The evaluator refuses these too when it is built, which is after the stages before this one.
   check_reward_config(job.reward, who);
 }

@@ -32,6 +32,11 @@ struct OptimizerConfig {
   }
 };
 
+// Rewards a task's window must hold before the smoother winsorizes against it: a mean and a
+// standard deviation of fewer are too noisy to clip by. A smoothing_window of 1..7 would never
+// smooth and is refused at load (trainer/job_config.cpp).
+inline constexpr int64_t kSmoothingMinRewards = 8;
+
 // GRPO for the RL stages (docs/grpo.md has every formula with its source).
 struct GrpoConfig {
   double clip_eps_low = 0.2;        // ε_low: ratio clipped below at 1 − ε_low
@@ -39,15 +44,19 @@ struct GrpoConfig {
   double kl_coef = 0.0;             // β_KL of the k3 KL to the frozen reference; 0 = off
   int64_t updates_per_batch = 1;    // μ: optimizer passes over each batch of rollouts
   std::string advantage_norm = "group";  // group: /(std_g+ε) | none: Dr.GRPO | batch: /(std_batch+ε)
-  std::string loss_agg = "token-mean";   // token-mean | sequence-mean (GSPO: always sequence)
+  std::string loss_agg = "token-mean";   // token-mean | sequence-mean | dr-grpo (Σ m·L / (N·L_max));
+                                         // GSPO: always sequence-mean
   std::string ratio_level = "token";     // token: PPO/GRPO ratio per token | sequence: GSPO
   double adv_eps = 1e-4;            // ε in the advantage denominator
   int64_t overlong_buffer = 0;      // DAPO soft overlong punishment: L_cache tokens below
                                     // rollout.sampling.max_new_tokens; 0 = off
   bool overlong_filter = false;     // DAPO overlong filtering: truncated completions (no end
                                     // marker within max_new_tokens) take no part in the loss
-  int64_t smoothing_window = 64;    // per-task window of past rewards for winsorizing; 0 = off
-  double smoothing_sigmas = 3.0;    // winsorize to mean ± k·std of the window
+  int64_t smoothing_window = 64;    // per-task window of past rewards for winsorizing; 0 = off,
+                                    // else ≥ kSmoothingMinRewards
+  double smoothing_sigmas = 3.0;    // winsorize to mean ± k·max(std, smoothing_min_std)
+  double smoothing_min_std = 0.1;   // σ floor: a window of equal rewards (all failures) still
+                                    // lets a first success through, at most k·floor above them
 
   void visit(cfg::Visitor& v) {
     v.field("clip_eps_low", clip_eps_low, "ε_low of the ratio clip", cfg::in_open_closed(0, 1));
@@ -55,7 +64,9 @@ struct GrpoConfig {
     v.field("kl_coef", kl_coef, "β_KL (k3 estimator); 0 = off", cfg::at_least(0));
     v.field("updates_per_batch", updates_per_batch, "μ passes per batch", cfg::at_least(1));
     v.field("advantage_norm", advantage_norm, "group | none | batch", {"group", "none", "batch"});
-    v.field("loss_agg", loss_agg, "token-mean | sequence-mean", {"token-mean", "sequence-mean"});
+    v.field("loss_agg", loss_agg,
+            "token-mean | sequence-mean | dr-grpo (token sums over rows × max_new_tokens)",
+            {"token-mean", "sequence-mean", "dr-grpo"});
     v.field("ratio_level", ratio_level,
             "token (GRPO) | sequence (GSPO: one length-normalized ratio per sequence; use small "
             "clip_eps, e.g. 3e-4 / 4e-4)",
@@ -65,9 +76,13 @@ struct GrpoConfig {
             "DAPO soft overlong punishment buffer (tokens below max_new_tokens); 0 = off",
             cfg::at_least(0));
     v.field("overlong_filter", overlong_filter, "DAPO: truncated completions take no part in the loss");
-    v.field("smoothing_window", smoothing_window, "per-task reward window; 0 = off",
+    v.field("smoothing_window", smoothing_window, "per-task reward window; 0 = off, else >= 8",
             cfg::at_least(0));
-    v.field("smoothing_sigmas", smoothing_sigmas, "winsorize at mean ± k·std",
+    v.field("smoothing_sigmas", smoothing_sigmas,
+            "winsorize at mean ± k·max(std, smoothing_min_std)", cfg::greater_than(0));
+    v.field("smoothing_min_std", smoothing_min_std,
+            "σ floor of the winsorizing bounds (a window of equal rewards keeps a first success "
+            "above them)",
             cfg::greater_than(0));
   }
 };

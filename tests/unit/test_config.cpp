@@ -241,6 +241,24 @@ TEST(Config, CrossFieldRulesOfALaterRlStageFailAtLoad) {
               HasSubstr("rollout.response_format: a chat model.prompt_format (chatml)"));
   EXPECT_THAT(load_error(kPretrainThenRl, {"reward.min_rounds=60", "reward.max_rounds=50"}),
               HasSubstr("reward.min_rounds: 60 is above reward.max_rounds 50"));
+  // GRPO settings that would never update or never smooth (issue 39).
+  EXPECT_THAT(load_error(kPretrainThenRl, {"rollout.group_size=1"}),
+              HasSubstr("rollout.group_size: 1 completion per prompt gives every advantage 0"));
+  EXPECT_THAT(load_error(kPretrainThenRl, {"trainer.stages.1.grpo.smoothing_window=5"}),
+              HasSubstr("trainer.stages[1].grpo.smoothing_window: 5 never smooths (winsorizing "
+                        "starts at 8 rewards); use 0 (off) or >= 8"));
+  EXPECT_EQ(load_error(kPretrainThenRl, {"trainer.stages.1.grpo.smoothing_window=0"}),
+            "<no error>");
+  EXPECT_EQ(load_error(kPretrainThenRl, {"trainer.stages.1.grpo.smoothing_window=8"}),
+            "<no error>");
+  EXPECT_EQ(load_error(kPretrainThenRl, {"trainer.stages.1.grpo.loss_agg=dr-grpo"}), "<no error>");
+  EXPECT_THAT(
+      load_error(kPretrainThenRl, {"trainer.stages.1.grpo.loss_agg=dr-grpo",
+                                   "trainer.stages.1.grpo.ratio_level=sequence"}),
+      HasSubstr(
+          "trainer.stages[1].grpo.loss_agg: dr-grpo does not combine with ratio_level: sequence"));
+  EXPECT_THAT(load_error(kPretrainThenRl, {"trainer.stages.1.grpo.smoothing_min_std=0"}),
+              HasSubstr("trainer.stages[1].grpo.smoothing_min_std: expected a number > 0"));
   // The message names the stage whose rule failed, on one line.
   const std::string e = load_error(kPretrainThenRl, {"rollout.turns=2", "rollout.demonstrations=1"});
   EXPECT_THAT(e, HasSubstr("(stage \"rl\", hgemm_rl)"));

@@ -217,11 +217,17 @@ StepBatch batch_of(const std::vector<std::vector<double>>& rewards) {
   return b;
 }
 
+std::vector<double> raw_rewards(const StepBatch& b) {
+  std::vector<double> r;
+  for (const Scored& s : b.scored) r.push_back(s.reward);
+  return r;
+}
+
 TEST(DynamicSampling, KeepsGroupsWithSpreadFirstInSamplingOrder) {
   StepBatch b = batch_of({{1, 1}, {0, 1}, {2, 2}, {3, 0}});
-  EXPECT_FALSE(group_has_spread(b, 0));
-  EXPECT_TRUE(group_has_spread(b, 1));
-  keep_groups_with_spread(b, 3);  // t1, t3 (spread) and t0 (first flat), in sampling order
+  EXPECT_FALSE(group_has_spread(b, raw_rewards(b), 0));
+  EXPECT_TRUE(group_has_spread(b, raw_rewards(b), 1));
+  keep_groups_with_spread(b, raw_rewards(b), 3);  // t1, t3 (spread) and t0 (first flat), in order
   ASSERT_EQ(b.groups.size(), 3u);
   EXPECT_EQ(b.groups[0].task.name, "t0");
   EXPECT_EQ(b.groups[1].task.name, "t1");
@@ -238,14 +244,17 @@ TEST(DynamicSampling, ResamplesUntilEnoughGroupsHaveSpread) {
   StepBatch b = batch_of({{1, 1}, {0, 1}});  // B = 2, one group with spread
   b.generated = 10;
   std::vector<std::pair<int64_t, int64_t>> asked;
-  int64_t rounds = resample_flat_groups(b, 2, 3, [&](int64_t round, int64_t count) {
-    asked.emplace_back(round, count);
-    StepBatch more = batch_of({{5, 5}});  // flat again
-    if (round == 2) more = batch_of({{4, 6}});
-    more.generated = 7;
-    more.times.generate = 0.5;
-    return more;
-  });
+  int64_t rounds = resample_flat_groups(
+      b, 2, 3,
+      [&](int64_t round, int64_t count) {
+        asked.emplace_back(round, count);
+        StepBatch more = batch_of({{5, 5}});  // flat again
+        if (round == 2) more = batch_of({{4, 6}});
+        more.generated = 7;
+        more.times.generate = 0.5;
+        return more;
+      },
+      raw_rewards);
   EXPECT_EQ(rounds, 2);
   EXPECT_EQ(asked, (std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {2, 1}}));
   ASSERT_EQ(b.groups.size(), 2u);  // the two with spread: the first round's flat group dropped
@@ -255,8 +264,61 @@ TEST(DynamicSampling, ResamplesUntilEnoughGroupsHaveSpread) {
   EXPECT_DOUBLE_EQ(b.times.generate, 1.0);
   // Off (R = 0): nothing sampled, nothing dropped.
   StepBatch c = batch_of({{1, 1}, {0, 1}});
-  EXPECT_EQ(resample_flat_groups(c, 2, 0, [](int64_t, int64_t) -> StepBatch { throw 1; }), 0);
+  EXPECT_EQ(resample_flat_groups(
+                c, 2, 0, [](int64_t, int64_t) -> StepBatch { throw 1; }, raw_rewards),
+            0);
   EXPECT_EQ(c.groups.size(), 2u);
+}
+
+// Dynamic sampling decides on the rewards the advantages see (the RL step passes overlong
+// shaping + smoothing, as here), not on the evaluator's: a group whose raw rewards differ but
+// smooth to one value has no spread and is resampled; a group of equal raw rewards that overlong
+// shaping separates has spread and is kept. Deciding on raw rewards (the old code) would keep
+// the first and resample the second.
+TEST(DynamicSampling, DecidesOnShapedAndSmoothedRewards) {
+  GrpoConfig cfg;  // window 64, k = 3, σ_min = 0.1
+  cfg.overlong_buffer = 16;
+  RewardSmoother smoother(cfg);
+  // Task t0's window: 8 rewards of 0, so it winsorizes at 0 ± 0.3 (the floor).
+  smoother.apply_step(std::vector<std::string>(8, "t0"), std::vector<double>(8, 0.0));
+  const int64_t max_len = 120;
+  auto advantage_rewards = [&](const StepBatch& b) {
+    std::vector<std::string> tasks;
+    std::vector<double> shaped;
+    for (size_t i = 0; i < b.rollouts.size(); ++i) {
+      tasks.push_back(b.groups[b.rollouts[i].group].task.name);
+      shaped.push_back(shaped_reward(b.scored[i].reward, b.scored[i].passed,
+                                     static_cast<int64_t>(b.rollouts[i].completion.size()), max_len,
+                                     cfg.overlong_buffer, /*failed_reward=*/-1.0));
+    }
+    return smoother.smooth(tasks, shaped);
+  };
+  // t0: raw 5 and 6, both above 0.3: flat once smoothed. t1 (no window yet): both pass at 1.0,
+  // the second 118 tokens long (R_len = −0.875): spread once shaped.
+  StepBatch b = batch_of({{5, 6}, {1, 1}});
+  for (auto& s : b.scored) s.passed = true;
+  b.rollouts[3].completion.assign(118, 7);
+  EXPECT_TRUE(group_has_spread(b, raw_rewards(b), 0));
+  EXPECT_FALSE(group_has_spread(b, raw_rewards(b), 1));
+  EXPECT_FALSE(group_has_spread(b, advantage_rewards(b), 0));
+  EXPECT_TRUE(group_has_spread(b, advantage_rewards(b), 1));
+  int64_t asked = 0;
+  const int64_t rounds = resample_flat_groups(
+      b, 2, 1,
+      [&](int64_t, int64_t count) {
+        asked = count;
+        StepBatch more = batch_of({{0, 1}});
+        more.groups[0].task.name = "t2";
+        return more;
+      },
+      advantage_rewards);
+  EXPECT_EQ(rounds, 1);
+  EXPECT_EQ(asked, 1);  // t1 counted as having spread, t0 not
+  ASSERT_EQ(b.groups.size(), 2u);
+  EXPECT_EQ(b.groups[0].task.name, "t1");
+  EXPECT_EQ(b.groups[1].task.name, "t2");
+  // The smoother's windows were only read: t0 still holds its 8 rewards.
+  EXPECT_EQ(smoother.state()["t0"].size(), 8u);
 }
 
 TEST(MultiTurn, AppendsTurnsInTrajectoryOrder) {

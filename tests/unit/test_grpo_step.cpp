@@ -3,11 +3,15 @@
 // gradients of grpo_update with micro-batches of 1 row and of all rows against one full-batch
 // surrogate computed directly (token-mean and sequence-mean); the first pass's ratio is exactly
 // 1 when π_old comes from the same forward path; rows of zero-spread groups take no part; a LoRA
-// update changes only the adapters and its KL reference is the base (adapters off).
+// update changes only the adapters and its KL reference is the base (adapters off); the
+// sampler's log-probs equal the update's at the sampling temperature T ≠ 1 (π_old from the
+// sampler gives a first-pass ratio of 1), and Dr.GRPO's constant normalizer recombines over
+// micro-batches like the other aggregations.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
 #include "model/checkpoint.h"
+#include "model/generate.h"
 #include "trainer/grpo.h"
 #include "trainer/grpo_step.h"
 #include "trainer/train_utils.h"
@@ -22,6 +26,14 @@ namespace {
 
 constexpr int64_t kVocab = 61;
 constexpr int64_t kPad = 0;
+constexpr double kTemperature = 0.7;  // the rows' sampling temperature (configs use 0.6-1.0)
+
+SamplingConfig sampled_at(double temperature) {
+  SamplingConfig s;
+  s.temperature = temperature;
+  s.max_new_tokens = 8;
+  return s;
+}
 
 // Two prompts, two completions each, of different lengths.
 void make_rollouts(std::vector<PromptGroup>* groups, std::vector<Rollout>* rollouts) {
@@ -44,7 +56,9 @@ TEST(GrpoStep, BatchRowsAndTheShiftedTargetMask) {
   std::vector<PromptGroup> groups;
   std::vector<Rollout> rollouts;
   make_rollouts(&groups, &rollouts);
-  RlBatch b = make_rl_batch(groups, rollouts, kPad);
+  RlBatch b = make_rl_batch(groups, rollouts, kPad, sampled_at(kTemperature));
+  EXPECT_EQ(b.temperature, kTemperature);
+  EXPECT_EQ(b.max_new_tokens, 8);
   // Longest row: 3 + 4 = 7 tokens.
   ASSERT_EQ(b.tokens.sizes(), (std::vector<int64_t>{4, 7}));
   ASSERT_EQ(b.target_mask.sizes(), (std::vector<int64_t>{4, 6}));
@@ -72,7 +86,7 @@ struct Fixture {
 Fixture make_fixture() {
   Fixture s;
   make_rollouts(&s.groups, &s.rollouts);
-  s.batch = make_rl_batch(s.groups, s.rollouts, kPad);
+  s.batch = make_rl_batch(s.groups, s.rollouts, kPad, sampled_at(kTemperature));
   s.adv = torch::tensor({1.0f, -1.0f, 0.7f, -0.7f});
   s.valid = torch::ones({4}, torch::kBool);
   return s;
@@ -89,9 +103,9 @@ std::vector<torch::Tensor> full_batch_grads(const Fixture& s, const GrpoConfig& 
                                             const torch::Tensor& logp_old) {
   auto m = make_model(preset_shape("tiny", kVocab), torch::kCPU, torch::kFloat32, 3);
   m->train();
-  auto logp = token_logprobs(m, s.batch.tokens, s.batch.attention);
+  auto logp = token_logprobs(m, s.batch.tokens, s.batch.attention, nullptr, 0, kTemperature);
   auto mask = s.batch.target_mask * s.valid.to(torch::kFloat32).unsqueeze(1);
-  clipped_surrogate(logp, logp_old, {}, s.adv, mask, cfg).loss.backward();
+  clipped_surrogate(logp, logp_old, {}, s.adv, mask, cfg, s.batch.max_new_tokens).loss.backward();
   return grads_of(m);
 }
 
@@ -129,6 +143,91 @@ void gradients_match_for(const std::string& agg) {
 TEST(GrpoStep, MicroBatchesOfOneAndOfAllGiveTheFullBatchGradients) {
   gradients_match_for("token-mean");
   gradients_match_for("sequence-mean");
+  gradients_match_for("dr-grpo");
+}
+
+// Dr.GRPO's normalizer is the constant N·L_max: the loss of the batch is Σ m·L / (4 rows · 8),
+// whatever the rows' lengths; token-mean divides by the 10 tokens instead.
+TEST(GrpoStep, DrGrpoDividesByRowsTimesTheCompletionBudget) {
+  Fixture s = make_fixture();
+  auto g = at::detail::createCPUGenerator(9);
+  const auto logp_old = -torch::rand({4, 6}, g) * 4;
+  auto loss_of = [&](const std::string& agg) {
+    GrpoConfig cfg;
+    cfg.loss_agg = agg;
+    auto m = make_model(preset_shape("tiny", kVocab), torch::kCPU, torch::kFloat32, 3);
+    OptimizerConfig oc;
+    oc.lr = 1e-30;
+    auto opt = make_adamw(*m, oc);
+    return grpo_update(m, *opt, s.batch, s.adv, s.valid, logp_old, {}, cfg, 3, 0.0, false)
+        .passes.at(0)
+        .loss;
+  };
+  EXPECT_NEAR(loss_of("dr-grpo"), loss_of("token-mean") * 10.0 / (4 * 8), 1e-6);
+}
+
+// The sampler returns log-probs of the tempered distribution softmax(logits / T) (before top-k/p),
+// and the update's forward at the batch's temperature gives the same numbers: π_old taken from
+// the sampler would make the first pass's ratio 1. At T = 1 instead (the old update, which
+// ignored the sampling temperature) they differ. fp32 CPU: |Δ| ≤ 1e-4, the decode-vs-forward
+// tolerance of test_model_generate.
+TEST(GrpoStep, SamplerLogprobsAreTheUpdatesAtTheSamplingTemperature) {
+  auto m = make_model(preset_shape("tiny", kVocab), torch::kCPU, torch::kFloat32, 6);
+  m->eval();
+  std::vector<PromptGroup> groups(2);
+  groups[0].prompt_ids = {5, 6, 7};
+  groups[1].prompt_ids = {8, 9};
+  GenerateOptions o;
+  o.max_new_tokens = 8;
+  o.temperature = kTemperature;
+  o.top_k = 20;
+  o.seed = 11;
+  o.eos_ids = {-1};
+  std::vector<Rollout> rollouts;
+  std::vector<std::vector<int64_t>> prompts;
+  for (size_t gi = 0; gi < 2; ++gi)
+    for (int k = 0; k < 2; ++k) {
+      prompts.push_back(groups[gi].prompt_ids);
+      Rollout r;
+      r.group = gi;
+      rollouts.push_back(r);
+    }
+  const GenerationResult res = generate(m, prompts, o);
+  for (size_t i = 0; i < rollouts.size(); ++i) {
+    rollouts[i].completion = res.tokens[i];
+    rollouts[i].sample_logprobs = res.logprobs[i];
+  }
+  auto worst_gap = [&](double temperature) {
+    RlBatch batch = make_rl_batch(groups, rollouts, kPad, sampled_at(temperature));
+    const torch::Tensor lp = rl_logprobs(m, batch, 3);
+    double worst = 0;
+    for (size_t i = 0; i < rollouts.size(); ++i) {
+      const auto row =
+          lp[static_cast<int64_t>(i)].masked_select(batch.target_mask[static_cast<int64_t>(i)] > 0);
+      EXPECT_EQ(row.numel(), static_cast<int64_t>(rollouts[i].sample_logprobs.size()));
+      worst = std::max(
+          worst, (row - torch::tensor(rollouts[i].sample_logprobs)).abs().max().item<double>());
+    }
+    return worst;
+  };
+  EXPECT_LE(worst_gap(kTemperature), 1e-4);
+  EXPECT_GT(worst_gap(1.0), 1e-2);
+  // π_old from the sampler: the first pass's ratio is 1 (to the same tolerance).
+  RlBatch batch = make_rl_batch(groups, rollouts, kPad, sampled_at(kTemperature));
+  torch::Tensor logp_old = torch::zeros(batch.target_mask.sizes());
+  for (size_t i = 0; i < rollouts.size(); ++i)
+    logp_old[static_cast<int64_t>(i)].masked_scatter_(
+        batch.target_mask[static_cast<int64_t>(i)] > 0, torch::tensor(rollouts[i].sample_logprobs));
+  GrpoConfig cfg;
+  OptimizerConfig oc;
+  oc.lr = 1e-3;
+  m->train();
+  auto opt = make_adamw(*m, oc);
+  auto st = grpo_update(m, *opt, batch, torch::tensor({1.0f, -1.0f, 0.5f, -0.5f}),
+                        torch::ones({4}, torch::kBool), logp_old, {}, cfg, 2, 1.0, false);
+  ASSERT_EQ(st.passes.size(), 1u);
+  EXPECT_NEAR(st.passes[0].ratio_mean, 1.0, 1e-4);
+  EXPECT_EQ(st.passes[0].clip_fraction, 0.0);
 }
 
 TEST(GrpoStep, FirstPassRatioIsExactlyOneAndLaterPassesMove) {

@@ -79,7 +79,9 @@ TEST(Sampling, InverseCdfDrawsTheRightToken) {
 }
 
 // The invariant GRPO relies on: logprobs collected while decoding (KV cache, left padding,
-// batched) equal a full forward of each unpadded prompt + completion. fp32 CPU: 1e-4.
+// batched) equal a full forward of each unpadded prompt + completion, both of the tempered
+// distribution softmax(logits / T) (before top-k/top-p). fp32 CPU: 1e-4. The untempered forward
+// (what the trainer computed before issue 39) is not what was sampled: it misses by more.
 TEST(Generate, DecodeLogprobsMatchFullForward) {
   auto model = tiny_model(21);
   GenerateOptions o;
@@ -95,12 +97,16 @@ TEST(Generate, DecodeLogprobsMatchFullForward) {
     EXPECT_EQ(r.finish_reason[i], "length");
     std::vector<int64_t> seq = prompts()[i];
     seq.insert(seq.end(), r.tokens[i].begin(), r.tokens[i].end());
-    auto lp = token_logprobs(model, torch::tensor(seq).unsqueeze(0));
+    auto lp = token_logprobs(model, torch::tensor(seq).unsqueeze(0), {}, nullptr, 0, o.temperature);
+    auto untempered = token_logprobs(model, torch::tensor(seq).unsqueeze(0));
     const int64_t P = prompts()[i].size();
+    double miss = 0;
     for (size_t j = 0; j < r.tokens[i].size(); ++j) {
       EXPECT_NEAR(r.logprobs[i][j], lp[0][P - 1 + j].item<double>(), 1e-4)
           << "row " << i << " tok " << j;
+      miss = std::max(miss, std::abs(r.logprobs[i][j] - untempered[0][P - 1 + j].item<double>()));
     }
+    EXPECT_GT(miss, 1e-3) << "row " << i;
   }
 }
 
