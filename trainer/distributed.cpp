@@ -317,8 +317,8 @@ struct Session::Impl {
   // in its failure summary, which is what a user of a multi-node job reads first.
   void write_error_file(const std::string& line) const {
     if (env.error_file.empty()) return;
-    const nlohmann::json j = {{"message", line},
-                              {"timestamp", std::to_string(static_cast<int64_t>(std::time(nullptr)))}};
+    const nlohmann::json j = {
+        {"message", line}, {"timestamp", std::to_string(static_cast<int64_t>(std::time(nullptr)))}};
     if (FILE* f = std::fopen(env.error_file.c_str(), "w")) {
       const std::string text = j.dump();
       std::fwrite(text.data(), 1, text.size(), f);
@@ -450,7 +450,7 @@ Session::Session(const LaunchEnv& env, const DistConfig& config, const std::stri
     char host[256] = {};
     ::gethostname(host, sizeof host - 1);
     m.hb_store->set(m.key("where", env.rank), "node " + std::to_string(env.node_rank) + " on " +
-                                                 host + ", pid " + std::to_string(::getpid()));
+                                                  host + ", pid " + std::to_string(::getpid()));
   }
 
   c10::intrusive_ptr<c10d::Backend> be;

@@ -1,8 +1,9 @@
 // Data-parallel ranks for the trainer, on LibTorch's c10d: the torchrun launch convention
 // (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK, GROUP_WORLD_SIZE, MASTER_ADDR,
-// MASTER_PORT), a TCPStore rendezvous, ProcessGroupNCCL on GPUs and ProcessGroupGloo on CPUs, the few collectives the
-// stages use, and a heartbeat watchdog that ends every rank within run.dist.heartbeat_s when one
-// dies. It does not launch processes (launcher.h does) nor decide what is sharded (the stages do).
+// MASTER_PORT), a TCPStore rendezvous, ProcessGroupNCCL on GPUs and ProcessGroupGloo on CPUs, the
+// few collectives the stages use, and a heartbeat watchdog that ends every rank within
+// run.dist.heartbeat_s when one dies. It does not launch processes (launcher.h does) nor decide
+// what is sharded (the stages do).
 //
 // Global rank 0 is the only writer of the run directory (checkpoints, metrics, the exemplar
 // pool, config); the other ranks read it. One process per GPU: a rank's GPU is cuda:LOCAL_RANK,

@@ -79,8 +79,8 @@ int launch_local_ranks(int nproc, const std::vector<std::string>& args, double g
       ::setenv("GROUP_WORLD_SIZE", "1", 1);
       ::setenv("MASTER_ADDR", "127.0.0.1", 1);
       ::setenv("MASTER_PORT", port.c_str(), 1);
-      for (const char* v : {"TORCHELASTIC_USE_AGENT_STORE", "TORCHELASTIC_ERROR_FILE",
-                            "TORCHELASTIC_RUN_ID"})
+      for (const char* v :
+           {"TORCHELASTIC_USE_AGENT_STORE", "TORCHELASTIC_ERROR_FILE", "TORCHELASTIC_RUN_ID"})
         ::unsetenv(v);
       // The host's cores shared out (torchrun sets 1): ranks must not oversubscribe them.
       if (!std::getenv("OMP_NUM_THREADS"))

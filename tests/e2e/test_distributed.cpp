@@ -31,8 +31,8 @@ using testing::read_text;
 using testing::run_command;
 using testing::ScratchDir;
 
-using testing::kSrc;
 using testing::kBin;
+using testing::kSrc;
 const std::string kPython = KERNELRL_PYTHON;
 
 std::string torchrun() {
@@ -279,11 +279,11 @@ struct RankReaper {
 // `timeout --foreground` stays in the Background's process group (its kill reaches the agent) and
 // ends a hung agent with SIGTERM, which torchrun passes to its rank.
 std::string node_agent(int node, int port, const std::string& rdzv_id, const std::string& train) {
-  return "cd " + kSrc + " && env OMP_NUM_THREADS=1 GLOO_SOCKET_IFNAME=lo timeout --foreground -k 10 600 " +
+  return "cd " + kSrc +
+         " && env OMP_NUM_THREADS=1 GLOO_SOCKET_IFNAME=lo timeout --foreground -k 10 600 " +
          torchrun() + " --nnodes 2 --nproc-per-node 1 --node-rank " + std::to_string(node) +
-         " --rdzv-backend c10d --rdzv-endpoint 127.0.0.1:" + std::to_string(port) +
-         " --rdzv-id " + rdzv_id + " --max-restarts 0 --monitor-interval 1 --no-python " + kBin +
-         " train " + train;
+         " --rdzv-backend c10d --rdzv-endpoint 127.0.0.1:" + std::to_string(port) + " --rdzv-id " +
+         rdzv_id + " --max-restarts 0 --monitor-interval 1 --no-python " + kBin + " train " + train;
 }
 
 // Two "nodes" on this host (issue 40): two torchrun agents, `--nnodes 2 --nproc-per-node 1`, meet
@@ -299,8 +299,8 @@ TEST_F(Distributed, TwoTorchrunNodesOnOneHostTrainLikeOneNodeOfTwoRanks) {
   if (torchrun().empty()) GTEST_SKIP() << "no torchrun beside " << kPython;
   const fs::path nodes = *dir_ / "nodes", one_node = *dir_ / "one_node";
   const std::string args = "configs/debug.yaml --stages pretrain,general_rl 'data.corpus=[" +
-                           (*dir_ / "synth.jsonl").string() + "]' reward.store=" +
-                           (*dir_ / "nodes.sqlite").string() +
+                           (*dir_ / "synth.jsonl").string() +
+                           "]' reward.store=" + (*dir_ / "nodes.sqlite").string() +
                            " rollout.n_exemplars=0 trainer.stages.1.steps=1"
                            " trainer.stages.1.batch_size=4";
   const int port = free_loopback_port();
@@ -330,8 +330,8 @@ TEST_F(Distributed, TwoTorchrunNodesOnOneHostTrainLikeOneNodeOfTwoRanks) {
   EXPECT_TRUE(fs::exists(nodes / "config.yaml"));
 
   const std::string tok = " data.tokenizer=" + (nodes / "tokenizer.model").string();
-  auto b = run_command("cd " + kSrc + " && " + kBin + " train " + args + tok + " --nproc 2 --run-dir " +
-                       one_node.string());
+  auto b = run_command("cd " + kSrc + " && " + kBin + " train " + args + tok +
+                       " --nproc 2 --run-dir " + one_node.string());
   ASSERT_EQ(b.exit_code, 0) << b.output;
   auto pa = stage_records(one_node, "pretrain"), pb = stage_records(nodes, "pretrain");
   ASSERT_EQ(pa.size(), 12u);

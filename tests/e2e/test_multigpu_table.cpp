@@ -18,15 +18,17 @@ namespace kernelrl::multigpu_table_test {  // named: the unity build batches e2e
 namespace {
 
 using ::testing::HasSubstr;
-using ::testing::Not;
 using testing::kSrc;
+using ::testing::Not;
 using testing::read_text;
 using testing::run_command;
 using testing::ScratchDir;
 
 const std::string kPython = KERNELRL_PYTHON;
-const fs::path kX2 = fs::path(kSrc) / "docs/data/rl_scaling_h200x2_2026-11-27/run1_before_sharded_seeding";
-const fs::path kX4 = fs::path(kSrc) / "docs/data/rl_scaling_h200x4_2026-11-27/run1_before_runner_fix";
+const fs::path kX2 =
+    fs::path(kSrc) / "docs/data/rl_scaling_h200x2_2026-11-27/run1_before_sharded_seeding";
+const fs::path kX4 =
+    fs::path(kSrc) / "docs/data/rl_scaling_h200x4_2026-11-27/run1_before_runner_fix";
 
 testing::CommandResult table(const fs::path& root, const fs::path& md, const std::string& runs) {
   return run_command(kPython + " " + kSrc + "/bench/multigpu_table.py " + root.string() + " " +
@@ -46,12 +48,18 @@ TEST(MultigpuTable, CommittedRunsGiveTheirScalingSplitAndGuard) {
   ASSERT_EQ(x2.exit_code, 0) << x2.output;
   const std::string t2 = read_text(dir / "x2.md");
   // GPUs, kind, measured steps, rows, median step, steps/s, samples/s, scaling, target.
-  EXPECT_THAT(row(t2, "rl1"), HasSubstr("| rl1 | 1 | reference | 6 | 32 | 19.1 | 0.0524 | 1.68 | 1.00x |"));
-  EXPECT_THAT(row(t2, "rl2"), HasSubstr("| 2 | strong | 6 | 32 | 15.4 | 0.0651 | 2.08 | 1.24x (steps/s) | 1.60x missed |"));
-  EXPECT_THAT(row(t2, "rl2w"), HasSubstr("| 2 | weak | 4 | 64 | 32.7 | 0.0306 | 1.96 | 1.17x (samples/s) | 1.85x missed |"));
+  EXPECT_THAT(row(t2, "rl1"),
+              HasSubstr("| rl1 | 1 | reference | 6 | 32 | 19.1 | 0.0524 | 1.68 | 1.00x |"));
+  EXPECT_THAT(
+      row(t2, "rl2"),
+      HasSubstr("| 2 | strong | 6 | 32 | 15.4 | 0.0651 | 2.08 | 1.24x (steps/s) | 1.60x missed |"));
+  EXPECT_THAT(
+      row(t2, "rl2w"),
+      HasSubstr("| 2 | weak | 4 | 64 | 32.7 | 0.0306 | 1.96 | 1.17x (samples/s) | 1.85x missed |"));
   // The split (seeding / generate / compile / compile wait / time / runner starts / wait /
   // update): these runs predate runner_start_s and wait_s.
-  EXPECT_THAT(row(t2, "rl2w"), HasSubstr("| 14.4 / 4.6 / 4.6 / 0.1 / 11.6 / n/a / n/a / 1.1 | 84% | 1 | pass |"));
+  EXPECT_THAT(row(t2, "rl2w"),
+              HasSubstr("| 14.4 / 4.6 / 4.6 / 0.1 / 11.6 / n/a / n/a / 1.1 | 84% | 1 | pass |"));
   auto x4 = table(kX4, dir / "x4.md", "rl1 rl4 rl4w");
   ASSERT_EQ(x4.exit_code, 0) << x4.output;
   const std::string t4 = read_text(dir / "x4.md");
@@ -64,7 +72,8 @@ TEST(MultigpuTable, CommittedRunsGiveTheirScalingSplitAndGuard) {
 // A copy of the 2-GPU data with step `step` of `run` rewritten to have no update.
 void poison(const fs::path& dir, const std::string& run, int64_t step) {
   fs::create_directories(dir);
-  for (const auto& e : fs::directory_iterator(kX2)) fs::copy_file(e.path(), dir / e.path().filename());
+  for (const auto& e : fs::directory_iterator(kX2))
+    fs::copy_file(e.path(), dir / e.path().filename());
   const fs::path p = dir / (run + "_metrics.jsonl");
   std::string out;
   bool found = false;
@@ -95,7 +104,8 @@ TEST(MultigpuTable, ARunWithoutUpdatesFailsTheGuardAndGetsNoRatio) {
   auto r = table(dir / "ref", dir / "ref.md", "rl1 rl2 rl2w");
   EXPECT_EQ(r.exit_code, 1) << r.output;
   const std::string tr = read_text(dir / "ref.md");
-  for (const char* run : {"rl2", "rl2w"}) EXPECT_THAT(row(tr, run), HasSubstr("| none (guard) |")) << run;
+  for (const char* run : {"rl2", "rl2w"})
+    EXPECT_THAT(row(tr, run), HasSubstr("| none (guard) |")) << run;
 }
 
 }  // namespace
