@@ -15,9 +15,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <map>
 #include <mutex>
 #include <thread>
+
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
 
 #include "common/error.h"
 #include "common/hash.h"
@@ -47,6 +52,7 @@ int env_int(const char* name, int fallback, int lo, int hi) {
 }
 
 Group* g_group = nullptr;
+LaunchEnv g_env;  // the session's launch environment (node rank and count)
 
 }  // namespace
 
@@ -69,6 +75,16 @@ LaunchEnv read_launch_env() {
   if (env.local_rank >= env.local_world_size)
     throw UserError("LOCAL_RANK=" + std::to_string(env.local_rank) +
                     " is not below LOCAL_WORLD_SIZE=" + std::to_string(env.local_world_size));
+  // Nodes: torchrun's GROUP_RANK / GROUP_WORLD_SIZE, else nodes of LOCAL_WORLD_SIZE ranks.
+  const int default_nnodes = (env.world_size + env.local_world_size - 1) / env.local_world_size;
+  env.nnodes = env_int("GROUP_WORLD_SIZE", default_nnodes, 1, env.world_size);
+  env.node_rank = env_int("GROUP_RANK", env.rank / env.local_world_size, 0, 1 << 20);
+  if (env.node_rank >= env.nnodes)
+    throw UserError("GROUP_RANK=" + std::to_string(env.node_rank) +
+                    " is not below the job's node count " + std::to_string(env.nnodes) +
+                    " (GROUP_WORLD_SIZE, or WORLD_SIZE / LOCAL_WORLD_SIZE)");
+  if (const char* id = std::getenv("TORCHELASTIC_RUN_ID")) env.run_id = id;
+  if (const char* f = std::getenv("TORCHELASTIC_ERROR_FILE")) env.error_file = f;
   if (env.world_size == 1) return env;
   const char* addr = std::getenv("MASTER_ADDR");
   if (!addr || !*addr)
@@ -130,6 +146,12 @@ int rank() {
 }
 int world_size() {
   return g_group ? g_group->size() : 1;
+}
+int node_rank() {
+  return g_group ? g_env.node_rank : 0;
+}
+int nnodes() {
+  return g_group ? g_env.nnodes : 1;
 }
 
 uint64_t tensors_hash(const std::vector<torch::Tensor>& tensors) {
@@ -267,9 +289,41 @@ struct Session::Impl {
   std::atomic<bool> suspect{false};  // a collective failed: a silent peer is named sooner
   std::mutex mu;
 
-  std::string store_host() const { return env.agent_store ? "the torchrun agent" : "rank 0"; }
+  std::string store_host() const {
+    if (!env.agent_store) return "rank 0";
+    return env.nnodes > 1 ? "node 0's torchrun agent" : "the torchrun agent";
+  }
   std::string key(const char* what, int r) const {
     return std::string(what) + "/" + std::to_string(r);
+  }
+
+  // "rank 1 of 2", and on several nodes where it ran ("node 1 on host-b, pid 4242"), as the
+  // rank wrote it into the store at its start; without the store, the number alone.
+  std::string who(int p) {
+    std::string s = "rank " + std::to_string(p) + " of " + std::to_string(env.world_size);
+    if (env.nnodes <= 1) return s;
+    try {
+      if (hb_store->check({key("where", p)})) {
+        auto v = hb_store->get(key("where", p));
+        s += " (" + std::string(v.begin(), v.end()) + ")";
+      }
+    } catch (const std::exception&) {
+    }
+    return s;
+  }
+
+  // torchrun's agent reads a failed rank's message from TORCHELASTIC_ERROR_FILE (the JSON of
+  // torch.distributed.elastic's error handler: {"message": ..., "timestamp": ...}) and prints it
+  // in its failure summary, which is what a user of a multi-node job reads first.
+  void write_error_file(const std::string& line) const {
+    if (env.error_file.empty()) return;
+    const nlohmann::json j = {
+        {"message", line}, {"timestamp", std::to_string(static_cast<int64_t>(std::time(nullptr)))}};
+    if (FILE* f = std::fopen(env.error_file.c_str(), "w")) {
+      const std::string text = j.dump();
+      std::fwrite(text.data(), 1, text.size(), f);
+      std::fclose(f);
+    }
   }
 
   // One clear line, then the process ends: the job cannot go on without the peer.
@@ -278,6 +332,7 @@ struct Session::Impl {
                              " (continue the run with --resume)";
     std::fprintf(stderr, "kernelrl: error: %s\n", line.c_str());
     std::fflush(stderr);
+    write_error_file(line);
     std::_Exit(3);
   }
 
@@ -302,7 +357,7 @@ struct Session::Impl {
               done[p] = true;
               continue;
             }
-            fatal("rank " + std::to_string(p) + " failed: " + msg);
+            fatal(who(p) + " failed: " + msg);
           }
           const int64_t n = hb_store->add(key("hb", p), 0);
           const auto now = Clock::now();
@@ -310,8 +365,7 @@ struct Session::Impl {
             last[p] = n;
             seen[p] = now;
           } else if (now - seen[p] > timeout) {
-            fatal("rank " + std::to_string(p) + " of " + std::to_string(env.world_size) +
-                  " stopped responding (no heartbeat for " +
+            fatal(who(p) + " stopped responding (no heartbeat for " +
                   std::to_string(
                       static_cast<int>(std::chrono::duration<double>(now - seen[p]).count())) +
                   " s: killed, crashed or hung)");
@@ -392,6 +446,12 @@ Session::Session(const LaunchEnv& env, const DistConfig& config, const std::stri
   const std::string prefix = "kernelrl/" + std::to_string(env.restart_count);
   m.store = c10::make_intrusive<c10d::PrefixStore>(prefix, tcp);
   m.hb_store = c10::make_intrusive<c10d::PrefixStore>(prefix + "/watch", tcp->clone());
+  if (env.nnodes > 1) {  // where this rank runs, for the line that names it if it dies
+    char host[256] = {};
+    ::gethostname(host, sizeof host - 1);
+    m.hb_store->set(m.key("where", env.rank), "node " + std::to_string(env.node_rank) + " on " +
+                                                  host + ", pid " + std::to_string(::getpid()));
+  }
 
   c10::intrusive_ptr<c10d::Backend> be;
   torch::Device aux = torch::kCPU;
@@ -417,17 +477,22 @@ Session::Session(const LaunchEnv& env, const DistConfig& config, const std::stri
       be, backend, env.rank, env.world_size, env.local_rank, aux,
       [impl](const std::string& msg) { impl->on_collective_failure(msg); });
   g_group = m.group.get();
+  g_env = env;
   // Every rank is up: only now can a silent peer be taken for a dead one.
   m.group->barrier();
   m.watchdog = std::thread([impl] { impl->watch(); });
-  KRL_LOG(info) << "rank " << env.rank << " of " << env.world_size << " (local " << env.local_rank
-                << "), " << backend << " over " << (env.agent_store ? "torchrun's" : "rank 0's")
-                << " store at " << env.master_addr << ":" << env.master_port;
+  KRL_LOG(info) << "rank " << env.rank << " of " << env.world_size << " (node " << env.node_rank
+                << " of " << env.nnodes << ", local " << env.local_rank << " of "
+                << env.local_world_size << "), " << backend << " over "
+                << (env.agent_store ? "torchrun's" : "rank 0's") << " store at " << env.master_addr
+                << ":" << env.master_port
+                << (env.run_id.empty() ? std::string() : ", torchrun run id " + env.run_id);
 }
 
 void Session::report_failure(const std::string& message) {
   auto& m = *impl_;
   if (!m.group || m.failed.exchange(true)) return;
+  m.write_error_file(first_line(message));
   try {
     m.hb_store->set(m.key("exit", m.env.rank), first_line(message));
   } catch (const std::exception&) {

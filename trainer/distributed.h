@@ -1,11 +1,13 @@
 // Data-parallel ranks for the trainer, on LibTorch's c10d: the torchrun launch convention
-// (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT), a TCPStore
-// rendezvous, ProcessGroupNCCL on GPUs and ProcessGroupGloo on CPUs, the few collectives the
-// stages use, and a heartbeat watchdog that ends every rank within run.dist.heartbeat_s when one
-// dies. It does not launch processes (launcher.h does) nor decide what is sharded (the stages do).
+// (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK, GROUP_WORLD_SIZE, MASTER_ADDR,
+// MASTER_PORT), a TCPStore rendezvous, ProcessGroupNCCL on GPUs and ProcessGroupGloo on CPUs, the
+// few collectives the stages use, and a heartbeat watchdog that ends every rank within
+// run.dist.heartbeat_s when one dies. It does not launch processes (launcher.h does) nor decide
+// what is sharded (the stages do).
 //
-// Rank 0 is the only writer of the run directory (checkpoints, metrics, results store, config);
-// the other ranks read it. One process per GPU: a rank's GPU is cuda:LOCAL_RANK.
+// Global rank 0 is the only writer of the run directory (checkpoints, metrics, the exemplar
+// pool, config); the other ranks read it. One process per GPU: a rank's GPU is cuda:LOCAL_RANK,
+// the GPU's index on the rank's own node (host); a job spans GROUP_WORLD_SIZE nodes.
 #pragma once
 
 #include <torch/types.h>
@@ -27,10 +29,19 @@ struct LaunchEnv {
   int world_size = 1;
   int local_rank = 0;
   int local_world_size = 1;
+  // The node (host) of this rank among the job's: GROUP_RANK / GROUP_WORLD_SIZE. Under torchrun's
+  // c10d rendezvous the rendezvous assigns it (--node-rank is not used there: an agent started
+  // with --node-rank 0 may get GROUP_RANK=1); without GROUP_RANK, rank / LOCAL_WORLD_SIZE.
+  int node_rank = 0;
+  int nnodes = 1;
   std::string master_addr = "127.0.0.1";
   int master_port = 29500;
   bool agent_store = false;  // TORCHELASTIC_USE_AGENT_STORE=True: torchrun's agent hosts the store
   int restart_count = 0;     // TORCHELASTIC_RESTART_COUNT
+  std::string run_id;        // TORCHELASTIC_RUN_ID (torchrun's --rdzv-id), "" without torchrun
+  // TORCHELASTIC_ERROR_FILE: where torchrun's agent reads a failed rank's message (its summary
+  // then shows the one-line error instead of "<N/A>"); "" without torchrun.
+  std::string error_file;
 };
 
 // Reads the variables; throws UserError naming the variable when one is malformed or
@@ -76,6 +87,8 @@ Group* group();
 // Shortcuts that also hold without a group.
 int rank();
 int world_size();
+int node_rank();  // this rank's node (GROUP_RANK), 0 without a group
+int nnodes();     // nodes of the job (GROUP_WORLD_SIZE), 1 without a group
 inline bool is_main() {
   return rank() == 0;
 }

@@ -75,10 +75,13 @@ int launch_local_ranks(int nproc, const std::vector<std::string>& args, double g
       ::setenv("LOCAL_RANK", std::to_string(r).c_str(), 1);
       ::setenv("WORLD_SIZE", std::to_string(nproc).c_str(), 1);
       ::setenv("LOCAL_WORLD_SIZE", std::to_string(nproc).c_str(), 1);
-      ::setenv("GROUP_RANK", "0", 1);
+      ::setenv("GROUP_RANK", "0", 1);  // one node
+      ::setenv("GROUP_WORLD_SIZE", "1", 1);
       ::setenv("MASTER_ADDR", "127.0.0.1", 1);
       ::setenv("MASTER_PORT", port.c_str(), 1);
-      ::unsetenv("TORCHELASTIC_USE_AGENT_STORE");
+      for (const char* v :
+           {"TORCHELASTIC_USE_AGENT_STORE", "TORCHELASTIC_ERROR_FILE", "TORCHELASTIC_RUN_ID"})
+        ::unsetenv(v);
       // The host's cores shared out (torchrun sets 1): ranks must not oversubscribe them.
       if (!std::getenv("OMP_NUM_THREADS"))
         ::setenv("OMP_NUM_THREADS",

@@ -3,10 +3,14 @@
 // stage on CUDA; rank 1 is killed with SIGKILL mid-run: the job must end within 60 s with a line
 // naming it. The run then resumes at either world size: at 1 GPU up to a stop at a checkpoint,
 // then at 2 GPUs to the end, with every step logged exactly once and finite losses. The gloo
-// versions of these checks are tests/e2e/test_distributed.cpp's. Skips unless 2 CUDA devices
-// are visible.
+// versions of these checks are tests/e2e/test_distributed.cpp's. Two torchrun agents on this
+// host, one GPU each, meet as two nodes (issue 40) and train like one node of 2 GPUs. Skips
+// unless 2 CUDA devices are visible.
+#include <arpa/inet.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include <chrono>
 #include <cmath>
@@ -85,6 +89,98 @@ TEST(DistributedGpu, KilledNcclRankEndsTheJobAndTheRunResumesAtEitherWorldSize) 
     EXPECT_TRUE(std::isfinite(recs[i]["loss"].get<double>())) << "step " << i + 1;
   }
   EXPECT_TRUE(fs::exists(run / ("checkpoints/pretrain/step_" + std::to_string(kSteps)) / "model.safetensors"));
+}
+
+// A TCP port of the loopback that was free a moment ago.
+int free_loopback_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  int port = -1;
+  if (fd >= 0 && ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0)
+    port = ntohs(a.sin_port);
+  if (fd >= 0) ::close(fd);
+  return port;
+}
+
+// Issue 40's multi-node path on one 2-GPU host: two torchrun agents (`--nnodes 2
+// --nproc-per-node 1`, c10d rendezvous on 127.0.0.1), each seeing one GPU (CUDA_VISIBLE_DEVICES),
+// run configs/debug.yaml's pretraining and one general_rl step on CUDA over NCCL. NCCL_HOSTID
+// differs per agent, so NCCL takes them for two hosts and goes through its network transport
+// (sockets on lo) instead of P2P/shared memory: the inter-node path. The same job and seed then
+// runs as one node of 2 GPUs (`--nproc 2`). Both agents exit 0; the pretraining records agree
+// within kGpuRel (2 ranks: an all-reduce adds two numbers, which every algorithm adds alike;
+// what is left is the GPU kernels' own run-to-run noise, e.g. atomics in the embedding backward);
+// the RL step (host-backend rewards, timings reused from the shared store) updated the policy,
+// and where it sampled the same rows (a policy that differs by that noise may flip a token) it
+// has the same advantages.
+constexpr double kGpuRel = 1e-3;
+
+TEST(DistributedGpu, TwoTorchrunNodesOneGpuEachTrainLikeOneNodeOfTwoGpus) {
+  const int n = cuda_device_count();
+  if (n < 2) GTEST_SKIP() << "needs 2 CUDA devices, " << n << " visible";
+  const fs::path torchrun = fs::path(KERNELRL_PYTHON).parent_path() / "torchrun";
+  if (!fs::exists(torchrun)) GTEST_SKIP() << "no torchrun beside " << KERNELRL_PYTHON;
+  ScratchDir dir;
+  auto synth = run_command("cd " + kSrc + " && " + kBin + " data synth --families all --n 120 --out " +
+                           (dir / "synth.jsonl").string());
+  ASSERT_EQ(synth.exit_code, 0) << synth.output;
+  const fs::path nodes = dir / "nodes", one_node = dir / "one_node";
+  const std::string args = "configs/debug.yaml --stages pretrain,general_rl 'data.corpus=[" +
+                           (dir / "synth.jsonl").string() + "]' run.device=cuda run.dist.backend=nccl reward.store=" +
+                           (dir / "shared.sqlite").string() +
+                           " rollout.n_exemplars=0 trainer.stages.1.steps=1 trainer.stages.1.batch_size=4";
+  const int port = free_loopback_port();
+  ASSERT_GT(port, 0);
+  const std::string id = "kernelrl-gpu-test-" + std::to_string(::getpid());
+  auto agent = [&](int node) {
+    return "cd " + kSrc + " && env CUDA_VISIBLE_DEVICES=" + std::to_string(node) +
+           " NCCL_HOSTID=kernelrl-node" + std::to_string(node) +
+           " NCCL_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1 NCCL_NVLS_ENABLE=0 GLOO_SOCKET_IFNAME=lo"
+           " timeout --foreground -k 10 600 " + torchrun.string() + " --nnodes 2 --nproc-per-node 1 --node-rank " +
+           std::to_string(node) + " --rdzv-backend c10d --rdzv-endpoint 127.0.0.1:" +
+           std::to_string(port) + " --rdzv-id " + id + " --max-restarts 0 --no-python " + kBin +
+           " train " + args + " --run-dir " + nodes.string();
+  };
+  {
+    Background n0(agent(0), dir.path(), "node0"), n1(agent(1), dir.path(), "node1");
+    const int rc0 = n0.wait(630), rc1 = n1.wait(60);
+    const std::string out = read_text(n0.log) + read_text(n1.log);
+    for (int r = 0; r < 2; ++r)  // torchrun's ranks run in sessions of their own
+      if (const pid_t pid = find_rank(nodes, r); pid > 0) ::kill(pid, SIGKILL);
+    ASSERT_EQ(rc0, 0) << out;
+    ASSERT_EQ(rc1, 0) << out;
+    EXPECT_THAT(out, ::testing::HasSubstr("rank 0 of 2 (node 0 of 2, local 0 of 1), nccl"));
+  }
+  auto b = run_command("cd " + kSrc + " && env NCCL_NVLS_ENABLE=0 " + kBin + " train " + args +
+                       " data.tokenizer=" + (nodes / "tokenizer.model").string() +
+                       " --nproc 2 --run-dir " + one_node.string());
+  ASSERT_EQ(b.exit_code, 0) << b.output;
+  auto pa = stage_records(one_node, "pretrain"), pb = stage_records(nodes, "pretrain");
+  ASSERT_EQ(pa.size(), 12u);
+  ASSERT_EQ(pb.size(), 12u);
+  double worst = 0;
+  for (size_t i = 0; i < pa.size(); ++i)
+    for (const char* key : {"loss", "grad_norm", "eval_loss"}) {
+      if (!pa[i].contains(key)) continue;
+      const double x = pa[i][key].get<double>(), y = pb[i][key].get<double>();
+      worst = std::max(worst, std::abs(x - y) / std::abs(x));
+      EXPECT_NEAR(y, x, kGpuRel * std::abs(x)) << key << " at step " << i + 1;
+    }
+  std::printf("2 nodes x 1 GPU vs 1 node x 2 GPUs (NCCL): worst relative difference %.3g\n", worst);
+  auto ra = stage_records(one_node, "general_rl"), rb = stage_records(nodes, "general_rl");
+  ASSERT_EQ(ra.size(), 1u);
+  ASSERT_EQ(rb.size(), 1u);
+  if (rb[0]["completion_len"] == ra[0]["completion_len"]) {
+    EXPECT_EQ(rb[0]["advantages"], ra[0]["advantages"]);
+  } else {
+    std::printf("the RL step sampled other rows on 2 nodes (completion_len %s vs %s)\n",
+                rb[0]["completion_len"].dump().c_str(), ra[0]["completion_len"].dump().c_str());
+  }
+  EXPECT_GT(rb[0]["updates"].get<int64_t>(), 0);
 }
 
 }  // namespace
