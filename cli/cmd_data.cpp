@@ -1,4 +1,5 @@
-// `kernelrl data build|stats|synth`: the triplet corpus and the kernel families.
+// `kernelrl data build|stats|synth|edits`: the triplet corpus, the kernel families, and the
+// examples that teach edit completions.
 #include <algorithm>
 #include <filesystem>
 #include <iostream>
@@ -13,9 +14,13 @@
 #include "common/fs.h"
 #include "data/corpus/corpus_builder.h"
 #include "data/data_config.h"
+#include "data/edit_pairs.h"
 #include "data/families.h"
+#include "data/tasks/hgemm_split.h"
 #include "data/tasks/task_ops.h"
 #include "data/tasks/task_suite.h"
+#include "rollout/edit_examples.h"
+#include "trainer/job_config.h"
 
 namespace kernelrl::cli {
 
@@ -134,6 +139,85 @@ void register_data(CLI::App& app) {
     std::cout << "wrote " << ts.size() << " triplets to " << o->out << ":";
     for (const auto& [f, n] : fam) std::cout << " " << f << " " << n;
     std::cout << "\n";
+  });
+
+  // ---- edits: triplets that teach rollout.completion: edit (data/edit_pairs.h)
+  struct EditOpts {
+    std::string config, out, device, backend = "gpu", reference = "lt-auto", kernels_dir = "kernels";
+    std::vector<std::string> set, csvs, variant_csvs, param_families;
+    int64_t per_shape = 4, param_changes = 0, seed = 0;
+  };
+  auto eo = std::make_shared<EditOpts>();
+  auto* edits = sub->add_subcommand(
+      "edits", "Edit-completion triplets: a kernel, its shape, and the SEARCH/REPLACE blocks that turn it "
+               "into a faster variant measured there, or into a parameter change that compiles");
+  edits->add_option("config", eo->config, "job YAML (data.hgemm_grid and data.hgemm_heldout: held-out shapes are left out)")
+      ->required();
+  edits->add_option("--set", eo->set, "key.path=value overrides of the job");
+  edits->add_option("--grid-csv", eo->csvs, "family sweep CSV (e.g. docs/data/family_grid_small_h100.csv; repeatable)");
+  edits->add_option("--variants-csv", eo->variant_csvs,
+                    "per-variant times CSV (e.g. docs/data/small_variants_h100.csv; repeatable)");
+  edits->add_option("--device", eo->device, "the device the CSVs were measured on");
+  edits->add_option("--backend", eo->backend, "gpu | host: the prompt's wording of measured pairs")
+      ->check(CLI::IsMember({"gpu", "host"}));
+  edits->add_option("--reference", eo->reference, "baseline named in a measured pair's annotation");
+  edits->add_option("--per-shape", eo->per_shape, "measured pairs per shape (0 = all)")->check(CLI::NonNegativeNumber);
+  edits->add_option("--param-family", eo->param_families,
+                    "host HGEMM family whose variants get parameter changes, compile-checked with g++ "
+                    "(e.g. hgemm_host; repeatable)");
+  edits->add_option("--param-changes", eo->param_changes, "parameter-change pairs per --param-family")
+      ->check(CLI::NonNegativeNumber);
+  edits->add_option("--kernels-dir", eo->kernels_dir, "the folder holding kernel_abi.h, for the compile check");
+  edits->add_option("--seed", eo->seed, "sampling seed")->check(CLI::NonNegativeNumber);
+  edits->add_option("--out", eo->out, "output JSONL")->required();
+  edits->callback([eo] {
+    if (eo->csvs.empty() && eo->variant_csvs.empty() && eo->param_families.empty())
+      throw UserError("data edits: give --grid-csv / --variants-csv (measured pairs) and/or --param-family");
+    if ((!eo->csvs.empty() || !eo->variant_csvs.empty()) && eo->device.empty())
+      throw UserError("data edits: --device names the machine the CSVs were measured on");
+    if (!eo->param_families.empty() && eo->param_changes <= 0)
+      throw UserError("data edits: --param-family needs --param-changes N > 0");
+    const JobConfig job = load_job_config(eo->config, eo->set);
+    const std::vector<TaskSpec> split = split_hgemm_shapes(hgemm_grid(job.data.hgemm_grid), job.data.hgemm_heldout);
+    std::map<std::string, bool> heldout;  // task name -> held out
+    std::vector<TaskSpec> training;
+    for (const auto& t : split) {
+      heldout[t.name] = t.holdout;
+      if (!t.holdout) training.push_back(t);
+    }
+    std::vector<MeasuredShape> shapes;
+    for (const auto& csv : eo->csvs)
+      for (const auto& s : read_family_grid_csv(csv, eo->device))
+        for (const auto& k : s.kernels) add_measured(shapes, s, k);
+    for (const auto& csv : eo->variant_csvs)
+      for (const auto& s : read_variant_times_csv(csv, eo->device))
+        for (const auto& k : s.kernels) add_measured(shapes, s, k);
+    rank_measured(shapes);
+    for (auto& s : shapes) {  // a shape not in data.hgemm_grid is no training shape either
+      auto it = heldout.find(s.task.name);
+      s.task.holdout = it == heldout.end() || it->second;
+    }
+    std::vector<EditPair> pairs = measured_edit_pairs(shapes, eo->per_shape, static_cast<uint64_t>(eo->seed), eo->reference);
+    const size_t measured = pairs.size();
+    int64_t dropped = 0;
+    for (const auto& family : eo->param_families) {
+      int64_t d = 0;
+      auto more = param_edit_pairs(family, training, eo->param_changes, static_cast<uint64_t>(eo->seed),
+                                   eo->kernels_dir, &d);
+      dropped += d;
+      pairs.insert(pairs.end(), more.begin(), more.end());
+    }
+    std::vector<Triplet> ts;
+    std::set<std::string> ids;
+    for (const auto& p : pairs) {
+      const std::string backend = p.kind == "param" ? "host" : eo->backend;
+      if (auto t = edit_triplet(p, backend, eo->reference))
+        if (ids.insert(t->id).second) ts.push_back(std::move(*t));
+    }
+    write_triplets(eo->out, ts);
+    std::cout << "wrote " << ts.size() << " edit triplets to " << eo->out << ": " << measured
+              << " measured pairs from " << shapes.size() << " shapes, " << pairs.size() - measured
+              << " parameter changes (" << dropped << " that g++ did not compile left out)\n";
   });
 }
 

@@ -44,6 +44,7 @@ PromptGroup make_prompt_group(const TaskSpec& task, PromptParts parts, const Tok
   }
   g.exemplars_used = static_cast<int64_t>(parts.exemplars.size());
   g.turn_end = turn_end(parts.prompt_format);
+  g.edit_base = edit_base_of(parts);
   return g;
 }
 
@@ -91,7 +92,7 @@ std::vector<Rollout> sample_groups(LlamaModel& model, const Tokenizer& tokenizer
     r.sample_logprobs = res.logprobs[i];
     r.text = res.text[i];
     r.finish_reason = res.finish_reason[i];
-    r.parsed = parse_response(r.text, response_format);
+    r.parsed = parse_response(r.text, response_format, groups[r.group].edit_base);
   }
   if (generated_tokens) *generated_tokens = res.generated_tokens;
   if (seconds) *seconds = res.seconds;

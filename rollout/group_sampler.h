@@ -22,6 +22,8 @@ struct PromptGroup {
   std::vector<int64_t> prompt_ids;  // with bos when the tokenizer has one
   int64_t exemplars_used = 0;       // after dropping those that did not fit
   std::string turn_end;             // the chat format's end-of-turn token ("" for raw): a stop
+  std::string edit_base;  // rollout.completion edit: the code the completions' SEARCH/REPLACE
+                          // blocks apply to (edit_base_of the prompt's parts); "" = full kernels
 };
 
 struct Rollout {

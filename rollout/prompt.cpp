@@ -6,6 +6,7 @@
 #include "data/tasks/task_ops.h"
 #include "model/chat_format.h"
 #include "model/tokenizer.h"
+#include "rollout/edit_blocks.h"
 
 namespace kernelrl {
 namespace {
@@ -45,6 +46,21 @@ std::string exemplar_block(size_t index, const std::string& source, double score
   return head + source + "\n";
 }
 
+std::string edit_base_of(const PromptParts& parts) {
+  if (parts.completion != "edit") return "";
+  if (!parts.previous_verdict.empty()) return parts.previous_code;
+  return parts.exemplars.empty() ? "" : parts.exemplars.back().source;
+}
+
+std::string edit_base_block(const std::string& source, double score) {
+  char head[96];
+  if (score >= 0)
+    std::snprintf(head, sizeof head, "Kernel to edit, measured score %.3f:\n", score);
+  else
+    std::snprintf(head, sizeof head, "Kernel to edit:\n");
+  return head + source + "\n";
+}
+
 std::string device_line(const std::string& device) { return "Target device: " + device + ".\n"; }
 
 std::string speed_aim(const std::string& device) {
@@ -75,33 +91,48 @@ std::string task_instruction(const TaskSpec& task, const PromptParts& parts) {
   if (parts.response_format == "sections")
     s += " First analyse why the earlier kernels scored as they did, then describe your design, "
          "then write the code.";
+  if (parts.completion == "edit")
+    s += std::string(" Edit the kernel shown: answer with SEARCH/REPLACE blocks (a line ") +
+         kEditSearchMarker + ", the exact lines to replace, a line " + kEditDividerMarker +
+         ", the new lines, a line " + kEditReplaceMarker + ").";
   return s;
 }
 
-std::string build_prompt(const TaskSpec& task, const PromptParts& parts) {
+std::string build_prompt(const TaskSpec& task, const PromptParts& parts_in) {
+  PromptParts parts = parts_in;
+  const std::string base = edit_base_of(parts);
+  const bool edit = !base.empty();
+  if (!edit) parts.completion = "full";  // nothing to edit: a whole kernel
   std::ostringstream p;
   p << kInstructionMarker << task_instruction(task, parts);
   p << "\n" << kContextMarker;
   if (!parts.device.empty()) p << speed_aim(parts.device) << "\n";
   if (!parts.context.empty()) p << parts.context << "\n";
   if (!parts.profile.empty()) p << "Profile of earlier candidates:\n" << parts.profile << "\n";
-  for (size_t i = 0; i < parts.exemplars.size(); ++i)
+  const bool revision = !parts.previous_verdict.empty();
+  // Edit mode: the best exemplar (the last) is the kernel to edit, shown after the others.
+  const size_t shown = edit && !revision ? parts.exemplars.size() - 1 : parts.exemplars.size();
+  for (size_t i = 0; i < shown; ++i)
     p << exemplar_block(i, parts.exemplars[i].source, parts.exemplars[i].score);
-  if (!parts.previous_verdict.empty()) {
+  if (edit && !revision) p << edit_base_block(base, parts.exemplars.back().score);
+  if (revision) {
     p << "Your previous kernel:\n"
       << (parts.previous_code.empty() ? std::string("(no code)") : parts.previous_code) << "\n"
       << "The evaluator's verdict: " << parts.previous_verdict << "\n"
-      << "Write a revised kernel: fix what failed, or make it faster if it passed.\n";
+      << (edit ? "Edit it: fix what failed, or make it faster if it passed.\n"
+               : "Write a revised kernel: fix what failed, or make it faster if it passed.\n");
   }
   if (parts.prompt_format != "raw") {  // a user turn: ask for code the way chat models answer
-    p << "Reply with the complete kernel source in one ```cuda code block.";
+    p << (edit ? "Reply with SEARCH/REPLACE blocks only."
+               : "Reply with the complete kernel source in one ```cuda code block.");
     return format_prompt(parts.prompt_format, p.str());
   }
   p << (parts.response_format == "sections" ? kAnalysisMarker : kCodeMarker);
   return p.str();
 }
 
-ParsedResponse parse_response(const std::string& completion, const std::string& response_format) {
+ParsedResponse parse_response(const std::string& completion, const std::string& response_format,
+                              const std::string& edit_base) {
   ParsedResponse r;
   std::string text = completion;
   size_t end = text.find(kEndMarker);
@@ -114,6 +145,8 @@ ParsedResponse parse_response(const std::string& completion, const std::string& 
     size_t dm = text.find(kDesignMarker);
     if (cm == std::string::npos) {
       r.reason = "format: no " + code_marker + " section in the response";
+      r.failure = "format_no_code";
+      r.edit_base = edit_base;
       return r;
     }
     r.analysis = trim(text.substr(0, dm != std::string::npos && dm < cm ? dm : cm));
@@ -124,6 +157,19 @@ ParsedResponse parse_response(const std::string& completion, const std::string& 
   } else {
     // The prompt ended with the code marker: the completion is the code.
     code = cm != std::string::npos ? text.substr(cm + code_marker.size()) : text;
+  }
+  if (!edit_base.empty()) {  // edit mode: the section holds blocks (text around them ignored)
+    r.edit_base = edit_base;
+    EditResult e = apply_edit_completion(edit_base, code);
+    if (!e.ok()) {
+      r.failure = edit_failure_name(e.failure);
+      r.reason = r.failure + ": " + e.reason;
+      return r;
+    }
+    r.code = std::move(e.code);
+    r.edit_blocks = static_cast<int64_t>(e.blocks.size());
+    r.ok = true;
+    return r;
   }
   // Markdown fences (models pretrained elsewhere): keep the last fenced block's body.
   size_t fence_end = code.rfind("```");
@@ -138,6 +184,7 @@ ParsedResponse parse_response(const std::string& completion, const std::string& 
   r.code = trim(code);
   if (r.code.empty()) {
     r.reason = "format: the response holds no code";
+    r.failure = "format_no_code";
     return r;
   }
   r.code += "\n";

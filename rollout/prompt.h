@@ -33,7 +33,21 @@ struct PromptParts {
   // evaluator said of it; the prompt then asks for a revision (no exemplars on later turns).
   std::string previous_code;
   std::string previous_verdict;
+  // rollout.completion: full (the policy writes the whole kernel) | edit (it answers with
+  // SEARCH/REPLACE blocks, rollout/edit_blocks.h, against the code the prompt shows: the last,
+  // best-scored exemplar, shown as the kernel to edit, or on a revision the previous kernel).
+  // A prompt with no code to show asks for a full kernel.
+  std::string completion = "full";
 };
+
+// The code an edit-mode prompt built from `parts` shows to edit: previous_code on a revision,
+// else the last (best-scored) exemplar's source; "" when there is none or completion is full
+// (the prompt then asks for a whole kernel).
+std::string edit_base_of(const PromptParts& parts);
+
+// The kernel to edit in an edit-mode prompt's context ("Kernel to edit, measured score s:" +
+// code; score < 0 omits the score, as the pretraining edit examples do).
+std::string edit_base_block(const std::string& source, double score);
 
 // One earlier kernel in a prompt's context ("Earlier kernel i, measured score s:" + code);
 // score < 0 omits the score (pretraining shows unscored siblings the same way).
@@ -42,8 +56,9 @@ std::string exemplar_block(size_t index, const std::string& source, double score
 // The task in words: the operation, shapes, dtypes, layout, accumulation and the contract.
 std::string describe_task(const TaskSpec& task, const std::string& backend);
 
-// The instruction section of a prompt: describe_task plus what is asked for (speed, and the
-// CUDA-L1 sections when parts.response_format is "sections"). Pretraining writes family
+// The instruction section of a prompt: describe_task plus what is asked for (speed, the CUDA-L1
+// sections when parts.response_format is "sections", SEARCH/REPLACE blocks when
+// parts.completion is "edit"). Pretraining writes family
 // triplets with the same text, so the policy has seen its RL prompts before RL starts.
 std::string task_instruction(const TaskSpec& task, const PromptParts& parts);
 
@@ -64,14 +79,23 @@ std::string build_prompt(const TaskSpec& task, const PromptParts& parts);
 
 struct ParsedResponse {
   bool ok = false;
-  std::string code;      // the candidate source
+  std::string code;      // the candidate source (edit mode: the edited kernel)
   std::string analysis;  // sections format only
   std::string design;    // sections format only
   std::string reason;    // why ok is false
+  // The named format failure when ok is false (scored reward.failed_reward, never compiled):
+  // format_no_code, or in edit mode edit_empty | edit_malformed | edit_no_match |
+  // edit_ambiguous (rollout/edit_blocks.h).
+  std::string failure;
+  std::string edit_base;    // edit mode: the code the blocks apply to
+  int64_t edit_blocks = 0;  // edit mode: blocks applied (ok only)
 };
 
 // Extracts the code: the text after the last code marker (or, failing that, the last fenced
 // ``` block) up to the end marker. A response with no code is a format failure with a reason.
-ParsedResponse parse_response(const std::string& completion, const std::string& response_format);
+// With an `edit_base` (the prompt group's, edit mode) the code section holds SEARCH/REPLACE
+// blocks instead, applied to the base; one that does not apply is a named format failure.
+ParsedResponse parse_response(const std::string& completion, const std::string& response_format,
+                              const std::string& edit_base = "");
 
 }  // namespace kernelrl

@@ -28,6 +28,10 @@ struct RolloutConfig {
   double exemplar_temperature = 1.0;  // τ of the bucket softmax
   int64_t n_buckets = 8;           // score buckets in the exemplar store
   std::string response_format = "code";  // code | sections (analysis, design, code)
+  std::string completion = "full";  // full: the policy writes the whole kernel | edit:
+                                   // SEARCH/REPLACE blocks against the code the prompt shows
+                                   // (the best exemplar; on later turns the previous kernel),
+                                   // applied before compiling (rollout/edit_blocks.h)
   int64_t seed_exemplars = 4;      // kernel-family variants evaluated to seed an empty pool
   std::string seed_grid = "";      // HGEMM on a GPU: a family-sweep CSV (e.g.
                                    // docs/data/family_grid_h100.csv); an empty pool is seeded
@@ -66,6 +70,10 @@ struct RolloutConfig {
             cfg::greater_than(0));
     v.field("n_buckets", n_buckets, "score buckets", cfg::at_least(1));
     v.field("response_format", response_format, "code | sections", {"code", "sections"});
+    v.field("completion", completion,
+            "full: the whole kernel | edit: SEARCH/REPLACE blocks against the kernel the prompt "
+            "shows, applied before compiling",
+            {"full", "edit"});
     v.field("seed_exemplars", seed_exemplars, "family variants to seed an empty pool",
             cfg::at_least(0));
     v.field("seed_grid", seed_grid,

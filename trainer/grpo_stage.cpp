@@ -269,6 +269,7 @@ class RlStage final : public StageStep {
   PromptParts prompt_parts() const {
     PromptParts parts;
     parts.response_format = ro_.response_format;
+    parts.completion = ro_.completion;
     parts.backend = backend_;
     parts.prompt_format = job_.model.prompt_format;
     return parts;

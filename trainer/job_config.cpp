@@ -33,6 +33,9 @@ void check_rl_stage(const JobConfig& job, const StageConfig& s) {
                       job.model.prompt_format + ") asks for a fenced code block: use code" + who);
   if (ro.demonstrations > 0 && ro.response_format != "code")
     throw ConfigError("rollout.demonstrations: needs rollout.response_format: code" + who);
+  if (ro.demonstrations > 0 && ro.completion != "full")
+    throw ConfigError("rollout.demonstrations: a demonstration is a whole kernel; it needs "
+                      "rollout.completion: full" + who);
   if (ro.turns > 1 && (ro.demonstrations > 0 || ro.dynamic_sampling_rounds > 0))
     throw ConfigError(
         "rollout.turns: multi-turn refinement does not combine with "

@@ -9,7 +9,11 @@
 namespace kernelrl {
 
 std::string verdict_of(const Scored& s) {
-  if (!s.parsed) return "no code was found in your response (format failure)";
+  if (!s.parsed) {
+    if (s.format_failure.rfind("edit_", 0) == 0)  // edit mode: why the blocks did not apply
+      return "your SEARCH/REPLACE blocks did not apply (" + s.format_reason + "); nothing was compiled";
+    return "no code was found in your response (format failure)";
+  }
   const EvalResult& r = s.result;
   char buf[256];
   if (s.passed) {
@@ -28,12 +32,21 @@ std::string verdict_of(const Scored& s) {
 PromptGroup revision_prompt(const TaskSpec& task, const Rollout& previous, const Scored& verdict,
                             PromptParts parts, const Tokenizer& tokenizer, int64_t max_seq_len,
                             int64_t max_new_tokens) {
-  parts.previous_code = previous.parsed.ok ? previous.parsed.code : previous.text;
+  // Edit mode: the revision edits the previous turn's kernel, or, when its blocks did not apply,
+  // the kernel that turn was editing; with neither, it asks for a whole kernel.
+  const std::string& base = previous.parsed.ok ? previous.parsed.code : previous.parsed.edit_base;
+  if (parts.completion == "edit" && base.empty()) parts.completion = "full";
+  parts.previous_code = parts.completion == "edit" ? base : previous.parsed.ok ? previous.parsed.code : previous.text;
   parts.previous_verdict = verdict_of(verdict);
   for (int cut = 0;; ++cut) {
     try {
       return make_prompt_group(task, parts, tokenizer, max_seq_len, max_new_tokens);
     } catch (const UserError&) {
+      if (parts.completion == "edit") {  // a cut kernel is no base to edit: ask for a whole one
+        parts.completion = "full";
+        --cut;
+        continue;
+      }
       if (parts.previous_code.empty() || cut >= 6) throw;
       parts.previous_code = parts.previous_code.substr(0, parts.previous_code.size() / 2) +
                             "\n... (cut to fit the context)";

@@ -19,7 +19,10 @@ namespace kernelrl {
 std::string verdict_of(const Scored& s);
 
 // The prompt of a revision: `parts` (format, backend) with the task, the previous code (halved
-// until the prompt fits the context, dropped after 5 cuts) and its verdict.
+// until the prompt fits the context, dropped after 5 cuts) and its verdict. With
+// parts.completion edit, the previous turn's kernel (or, when its blocks did not apply, the
+// kernel it was editing) is the code to edit, never cut: a prompt it does not fit, or a turn
+// with neither, asks for a whole kernel.
 PromptGroup revision_prompt(const TaskSpec& task, const Rollout& previous, const Scored& verdict,
                             PromptParts parts, const Tokenizer& tokenizer, int64_t max_seq_len,
                             int64_t max_new_tokens);

@@ -60,7 +60,7 @@ std::vector<Rollout> sample_groups_sharded(LlamaModel& model, const Tokenizer& t
       x.policy_logprobs = r.at("policy_logprobs").get<std::vector<float>>();
       x.text = r.at("text").get<std::string>();
       x.finish_reason = r.at("finish_reason").get<std::string>();
-      x.parsed = parse_response(x.text, response_format);
+      x.parsed = parse_response(x.text, response_format, groups.at(x.group).edit_base);
       out.push_back(std::move(x));
     }
   }

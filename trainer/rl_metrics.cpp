@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
+#include <string>
 
 #include <torch/types.h>
 
@@ -67,6 +69,41 @@ nlohmann::json sampled_metrics(const StepBatch& step) {
           {"completion_len", completion_len}};
 }
 
+// Tokens per completion (the policy's own rows: what a step's generation costs per sample), the
+// edit-mode rows whose blocks applied (and those that left the kernel as it was: the exemplar
+// copied), and the format failures by name (scored without compiling).
+nlohmann::json completion_metrics(const StepBatch& step) {
+  double sampled = 0, tokens = 0;
+  int64_t edit_rows = 0, applied = 0, unchanged = 0, failures = 0;
+  std::map<std::string, int64_t> by_name = {{"format_no_code", 0}, {"edit_empty", 0}, {"edit_malformed", 0},
+                                            {"edit_no_match", 0}, {"edit_ambiguous", 0}};
+  for (size_t i = 0; i < step.rollouts.size(); ++i) {
+    const Rollout& r = step.rollouts[i];
+    if (r.finish_reason != "demonstration") {
+      ++sampled;
+      tokens += static_cast<double>(r.completion.size());
+    }
+    const ParsedResponse& p = r.parsed;
+    edit_rows += !p.edit_base.empty();
+    if (p.ok && p.edit_blocks > 0) {
+      ++applied;
+      unchanged += p.code == p.edit_base || p.code == p.edit_base + "\n";
+    }
+    if (i < step.scored.size() && !step.scored[i].parsed) {
+      ++failures;
+      const std::string& name = step.scored[i].format_failure;
+      ++by_name[name.empty() ? "format_no_code" : name];
+    }
+  }
+  nlohmann::json out = {{"tokens_per_completion", sampled > 0 ? tokens / sampled : 0.0},
+                        {"edit_rows", edit_rows},
+                        {"edits_applied", applied},
+                        {"edits_unchanged", unchanged},
+                        {"format_failures", failures}};
+  for (const auto& [name, n] : by_name) out["format_failure_" + name] = n;
+  return out;
+}
+
 nlohmann::json update_metrics(const GrpoUpdateStats& upd) {
   const GrpoPassStats first = upd.passes.empty() ? GrpoPassStats{} : upd.passes.front();
   const GrpoPassStats last = upd.passes.empty() ? GrpoPassStats{} : upd.passes.back();
@@ -127,6 +164,7 @@ StepLog rl_step_log(const StepBatch& step, const RlStepResult& result, const Rol
   nlohmann::json& rec = log.metrics;
   rec = reward_metrics(scored, result.smoothed);
   rec.update(sampled_metrics(step));
+  rec.update(completion_metrics(step));
   rec.update(update_metrics(result.update));
   rec.update(time_metrics(step.times, ro.overlap));
   rec["best_speedup"] = result.best_speedup;
@@ -147,6 +185,13 @@ StepLog rl_step_log(const StepBatch& step, const RlStepResult& result, const Rol
     std::snprintf(status, sizeof status, "reward %.3f correct %.0f%% best %.2fx", mean,
                   100 * correct, result.best_speedup);
   log.status = status;
+  if (rec["edit_rows"].get<int64_t>() > 0) {
+    std::snprintf(status, sizeof status, " edits %lld/%lld, %.0f tok/completion",
+                  static_cast<long long>(rec["edits_applied"].get<int64_t>()),
+                  static_cast<long long>(rec["edit_rows"].get<int64_t>()),
+                  rec["tokens_per_completion"].get<double>());
+    log.status += status;
+  }
   return log;
 }
 

@@ -31,7 +31,11 @@ struct RlStepResult {
 // faster rates. A step's row carries them, and so does the fixed probe (rollout.probe_samples).
 nlohmann::json outcome_metrics(const std::vector<Scored>& scored);
 
-// The step's metrics row (every field metrics.jsonl has carried) and its status text.
+// The step's metrics row (every field metrics.jsonl has carried) and its status text. Beside
+// them: tokens_per_completion (mean over the policy's own rows), edit_rows / edits_applied /
+// edits_unchanged (rollout.completion: edit), format_failures and
+// format_failure_<name> per named failure (format_no_code, edit_empty, edit_malformed,
+// edit_no_match, edit_ambiguous).
 StepLog rl_step_log(const StepBatch& step, const RlStepResult& result,
                     const RolloutConfig& rollout);
 

@@ -15,7 +15,8 @@ nlohmann::json pending_rows_json(const StepBatch& p) {
     j["groups"].push_back({{"task", g.task.name},
                            {"prompt", g.prompt},
                            {"prompt_ids", g.prompt_ids},
-                           {"exemplars_used", g.exemplars_used}});
+                           {"exemplars_used", g.exemplars_used},
+                           {"edit_base", g.edit_base}});
   for (const auto& r : p.rollouts)
     j["rollouts"].push_back({{"group", r.group},
                              {"completion", r.completion},
@@ -39,7 +40,8 @@ StepBatch pending_rows_from_json(const nlohmann::json& j, const std::vector<Task
                       "', which this stage no longer has");
     p.groups.push_back({*it, g.at("prompt").get<std::string>(),
                         g.at("prompt_ids").get<std::vector<int64_t>>(),
-                        g.at("exemplars_used").get<int64_t>(), turn_end(prompt_format)});
+                        g.at("exemplars_used").get<int64_t>(), turn_end(prompt_format),
+                        g.value("edit_base", std::string())});
   }
   for (const auto& r : j.at("rollouts")) {
     Rollout x;
@@ -48,7 +50,7 @@ StepBatch pending_rows_from_json(const nlohmann::json& j, const std::vector<Task
     x.text = r.at("text").get<std::string>();
     x.finish_reason = r.at("finish_reason").get<std::string>();
     x.policy_logprobs = r.at("policy_logprobs").get<std::vector<float>>();
-    x.parsed = parse_response(x.text, response_format);
+    x.parsed = parse_response(x.text, response_format, p.groups.at(x.group).edit_base);
     p.rollouts.push_back(std::move(x));
   }
   return p;

@@ -32,7 +32,11 @@ RlScorer::Plan RlScorer::plan(const StepBatch& batch) {
     const ParsedResponse& parsed = batch.rollouts[i].parsed;
     const TaskSpec& task = batch.groups[batch.rollouts[i].group].task;
     p.out[i].reward = failed_reward_;
-    if (!parsed.ok) continue;
+    if (!parsed.ok) {  // a format failure: named, never compiled
+      p.out[i].format_failure = parsed.failure.empty() ? "format_no_code" : parsed.failure;
+      p.out[i].format_reason = parsed.reason;
+      continue;
+    }
     p.out[i].parsed = true;
     if (!mine.contains(batch.rollouts[i].group))
       continue;  // another rank's: its result is gathered

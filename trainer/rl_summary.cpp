@@ -26,6 +26,13 @@ RlLearning rl_learning(const std::filesystem::path& metrics, const std::string& 
     const double correct = r.value("sampled_correct_rate", r.value("correct_rate", 0.0));
     const double reward = r.value("sampled_reward_mean", r.value("reward_mean", 0.0));
     const int64_t u = r.value("updates", int64_t{0});
+    const double tokens = r.value("tokens_per_completion", r.value("completion_len", 0.0));
+    if (i == 0) l.tokens_first = tokens;
+    l.tokens_last = tokens;
+    l.tokens_mean += tokens / static_cast<double>(l.steps);
+    l.edit_rows += r.value("edit_rows", int64_t{0});
+    l.edits_applied += r.value("edits_applied", int64_t{0});
+    l.format_failures += r.value("format_failures", int64_t{0});
     l.updates += u;
     l.steps_with_updates += u > 0;
     if (r.contains("probe_before_rows") && l.probe_rows == 0) {  // step 1's row
@@ -71,6 +78,14 @@ std::string format_rl_learning(const RlLearning& l) {
                 static_cast<long long>(l.steps - half + 1), static_cast<long long>(l.steps),
                 l.reward_first, l.reward_last, l.reward_early, l.reward_late);
   std::string s = buf;
+  std::snprintf(buf, sizeof buf, "%s: tokens per completion %.1f -> %.1f (mean %.1f); format failures %lld",
+                l.stage.c_str(), l.tokens_first, l.tokens_last, l.tokens_mean,
+                static_cast<long long>(l.format_failures));
+  s += buf;
+  if (l.edit_rows > 0)
+    s += "; edit mode: blocks applied in " + std::to_string(l.edits_applied) + " of " +
+         std::to_string(l.edit_rows) + " completions";
+  s += ".\n";
   if (l.probe_rows > 0) {
     std::snprintf(buf, sizeof buf,
                   "%s: fixed probe (%lld samples: every training task, the same prompts and seeds "

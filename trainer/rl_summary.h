@@ -27,6 +27,10 @@ struct RlLearning {
   // which swung the per-step rate 12-88 % on the CPU quickstart, cancels. Its verdict: the
   // correct rate up by kMinRise, with updates. The reward is printed, not judged: on a loaded
   // host a correct kernel's reward moves with the LibTorch reference's time (0.1-1.0 at clip 1).
+  // Generation cost and edit mode over the stage: mean tokens per completion (step 1, last
+  // step, mean over steps), edit-mode rows whose blocks applied, format failures.
+  double tokens_first = 0, tokens_last = 0, tokens_mean = 0;
+  int64_t edit_rows = 0, edits_applied = 0, format_failures = 0;
   int64_t probe_rows = 0;
   double probe_compiled_before = 0, probe_compiled_after = 0;
   double probe_correct_before = 0, probe_correct_after = 0;
@@ -40,7 +44,8 @@ struct RlLearning {
 // The stage's records in `metrics` (a metrics.jsonl); steps = 0 when it has none.
 RlLearning rl_learning(const std::filesystem::path& metrics, const std::string& stage);
 
-// Two lines (three with a probe): the numbers, then whether the policy improved.
+// Three lines (four with a probe): the numbers, the tokens per completion and format failures
+// (edit mode: blocks applied), then whether the policy improved.
 std::string format_rl_learning(const RlLearning& l);
 
 }  // namespace kernelrl

@@ -72,6 +72,7 @@ int64_t sample_kernels_from_run(const SampleRunOptions& o) {
 
   PromptParts parts;
   parts.response_format = job.rollout.response_format;
+  parts.completion = job.rollout.completion;  // edit: blocks against the best exemplar shown
   parts.backend = backend;
   if (fs::exists(store_path)) {
     ExemplarStore pool(store_path, stage);

@@ -19,6 +19,9 @@ struct Scored {
   bool parsed = false, compiled = false, passed = false;
   double speedup = 0;
   EvalResult result;  // empty when the response held no code
+  // When not parsed: the named format failure (ParsedResponse::failure: format_no_code,
+  // edit_no_match, ...) and its reason; scored reward.failed_reward without compiling.
+  std::string format_failure, format_reason;
 };
 
 // Wall-clock split of a step (seconds), logged with the metrics.

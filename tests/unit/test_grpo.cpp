@@ -439,9 +439,15 @@ TEST(RlMetrics, RowCarriesEveryFieldWithHandComputedValues) {
                         "best_speedup", "kl", "clip_fraction", "entropy", "ratio_mean", "grad_norm_last",
                         "update_tokens", "resample_rounds", "lr", "prompts_s", "generate_s", "compile_s",
                         "compile_wait_s", "time_s", "wait_s", "runner_start_s", "runners", "spare_runners",
-                        "baseline_disagreed", "evaluate_s", "overlap", "update_s", "step_s", "candidates"})
+                        "baseline_disagreed", "evaluate_s", "overlap", "update_s", "step_s", "candidates",
+                        "tokens_per_completion", "edit_rows", "edits_applied", "edits_unchanged",
+                        "format_failures", "format_failure_format_no_code", "format_failure_edit_empty",
+                        "format_failure_edit_malformed", "format_failure_edit_no_match",
+                        "format_failure_edit_ambiguous"})
     EXPECT_TRUE(m.contains(k)) << k;
-  EXPECT_EQ(m.size(), 44u);  // the loop adds stage, step and time
+  EXPECT_EQ(m["format_failures"].get<int64_t>(), 1);  // row 0 has no code
+  EXPECT_DOUBLE_EQ(m["tokens_per_completion"].get<double>(), 4);  // the policy's own row only
+  EXPECT_EQ(m.size(), 54u);  // the loop adds stage, step and time
   EXPECT_EQ(log.status, "reward 0.000 correct 50% (sampled 0%) best 2.00x");
 }
 
