@@ -204,8 +204,8 @@ TEST(LiftStats, BestOfKMatchesAnEnumerationOfEverySubset) {
     EXPECT_NEAR(b.combined, combined, 1e-12) << k;
     EXPECT_NEAR(b.speed, combined / pass, 1e-12) << k;
   }
-  EXPECT_DOUBLE_EQ(best_of_k(v, 1).speed, (1.2 + 0.9 + 1.05 + 1.3) / 4);  // k = 1: the passing mean
-  EXPECT_DOUBLE_EQ(best_of_k(v, 99).combined, 1.3);                     // k above n: n
+  EXPECT_NEAR(best_of_k(v, 1).speed, (1.2 + 0.9 + 1.05 + 1.3) / 4, 1e-12);  // k = 1: the passing mean
+  EXPECT_NEAR(best_of_k(v, 99).combined, 1.3, 1e-12);  // k above n: n
   const BestOfK none = best_of_k({0, 0, 0}, 2);
   EXPECT_EQ(none.pass, 0);
   EXPECT_EQ(none.speed, 0);  // no passing sample: a pass rate of 0, never a speed of 0 averaged in
