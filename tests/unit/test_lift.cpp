@@ -152,6 +152,27 @@ TEST(NoveltyClasses, ListedNewTupleAndNewBodyAgainstTheFamilyList) {
   EXPECT_FALSE(is_new_class("compile_error"));
 }
 
+TEST(NoveltyClasses, EveryCudaFamilyVariantIsListedWithItsOwnFamilyAndATuple) {
+  // Each HGEMM family's instance block is a `using Cfg = ...<...>;` the tuple split reads: every
+  // variant (nn, f32) of every CUDA family is listed, as its own family, with a tuple.
+  std::vector<KernelVariant> list;
+  for (const auto& f : kernel_families())
+    if (f.kind == TaskKind::hgemm && f.backends.find("cuda") != std::string::npos)
+      for (const auto& v : hgemm_family_variants(f.name))
+        if (v.layout == "nn" && v.acc == "f32") list.push_back(v);
+  ASSERT_GT(list.size(), 50u);
+  const NoveltyClassifier classes(list);
+  std::set<std::string> families;
+  for (const auto& v : list) {
+    const SampleClass c = classes.classify(v.source);
+    EXPECT_EQ(c.cls, "listed") << v.name;
+    EXPECT_EQ(c.family, v.family) << v.name;
+    EXPECT_FALSE(c.tuple.empty()) << v.name;
+    families.insert(v.family);
+  }
+  EXPECT_GE(families.size(), 4u);
+}
+
 TEST(NoveltyClasses, TheTupleSpansNestedTemplateArguments) {
   const auto t = novelty_tokens("using Cfg = ns::Config<cute::Shape<_128, _64>, 3, true>;\nint x = 5;");
   const ParamSplit ps = split_parameters(t);
