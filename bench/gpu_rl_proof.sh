@@ -49,7 +49,7 @@ if [[ "${1:-}" == --prepare ]]; then
   exit $?
 fi
 build=${1:?usage: gpu_rl_proof.sh BUILD_DIR OUT_DIR [BUDGET_S] | --prepare}
-out=${2:?usage: gpu_rl_proof.sh BUILD_DIR OUT_DIR [BUDGET_S]}
+out=$(realpath -m "${2:?usage: gpu_rl_proof.sh BUILD_DIR OUT_DIR [BUDGET_S]}")
 budget=${3:-540}
 config=${PROOF_CONFIG:-configs/lift-proof.yaml}
 read -r -a seeds <<< "${SEEDS:-0 1 2}"

@@ -561,6 +561,26 @@ std::vector<LiftShape> measure_lift(const LiftOptions& o) {
                         ": the shape was trained on, not held out");
     });
   }
+  // Nor did pretraining read one: no speed-annotated example of the corpus (its id names the
+  // shape: "annotated:<device>:<MxNxK layout acc>:<kernel>", speed_annotated_triplets) is at a
+  // measured shape. Paths as the run's job names them (relative to where it was started).
+  {
+    std::set<std::string> keys;
+    for (const auto& t : measured_shapes) keys.insert(":" + hgemm_split_key(t) + ":");
+    for (const auto& path : job.data.corpus) {
+      std::ifstream in(path);
+      for (std::string line; in && std::getline(in, line);) {
+        for (size_t at = line.find("\"annotated:"); at != std::string::npos; at = line.find("\"annotated:", at + 1)) {
+          const size_t end = line.find('"', at + 1);
+          const std::string id = line.substr(at + 1, end == std::string::npos ? std::string::npos : end - at - 1);
+          for (const auto& k : keys)
+            if (id.find(k) != std::string::npos)
+              throw UserError("lift: the run's corpus " + path + " holds " + id +
+                              ": a speed-annotated example at a measured shape, so the shape is not held out");
+        }
+      }
+    }
+  }
   const Policies pol = default_policies(job, o);
   const std::string rl_stage = pol.after.substr(0, pol.after.find('/'));
   const RlBudget budget = rl_budget(o.run_dir, rl_stage, static_cast<int64_t>(training.size()));
@@ -1069,6 +1089,7 @@ ProofReport lift_proof(const ProofOptions& o) {
   if (o.lift_dirs.empty()) throw UserError("lift proof: give at least one --lift directory");
   // group ("split/prompt_mode") -> seed -> data
   std::map<std::string, std::map<uint64_t, ProofGroupSeed>> groups;
+  std::map<std::string, std::string> owner;  // "split/mode/seed" -> its lift directory
   ProofReport rep;
   rep.per_shape_csv =
       "run_seed,split,prompt_mode,shape,layout,before,after,best_of_n,best_of_n_samples,sweep,family_list,"
@@ -1089,6 +1110,11 @@ ProofReport lift_proof(const ProofOptions& o) {
       last[r.task] = std::move(r);
     }
     for (auto& [task, r] : last) {
+      // One directory per (split, prompt mode, seed): two would pool two runs' shapes as one.
+      const std::string key = r.split + "/" + r.prompt_mode + "/" + std::to_string(r.run_seed);
+      if (auto [it, fresh] = owner.emplace(key, dir.string()); !fresh && it->second != dir.string())
+        throw UserError("lift proof: " + it->second + " and " + dir.string() + " both hold " + key +
+                        " (split/prompt mode/run seed): pass one directory per seed");
       ProofGroupSeed& g = groups[r.split + "/" + r.prompt_mode][r.run_seed];
       if (auto it = samples.find(task); it != samples.end()) g.samples[task] = it->second;
       if (g.rl.is_null() || g.rl.empty()) g.rl = rl;

@@ -288,6 +288,11 @@ TEST(LiftProof, PassRatesBesideSpeedsGainsOverTheBestControlAndTargets) {
   // k = 1 of after: pass 2/3 (shapes 1-2 pass both samples), speed the mean of the samples there.
   EXPECT_NE(rep.curves_csv.find("grid/exemplars,3,after,1,0.666667,"), std::string::npos) << rep.curves_csv;
   EXPECT_EQ(std::count(rep.per_shape_csv.begin(), rep.per_shape_csv.end(), '\n'), 4);
+  // A second directory with the same split, prompt mode and seed is refused, not pooled.
+  fs::create_directories(dir / "lift2");
+  testing::write_text(dir / "lift2/per_shape.jsonl", lines);
+  o.lift_dirs = {dir / "lift", dir / "lift2"};
+  EXPECT_THROW(lift_proof(o), UserError);
 }
 
 TEST(SpeedAnnotation, ReadsAFamilySweepCsvAndWordsEachKernelLikeTheRlPrompt) {
