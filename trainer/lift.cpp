@@ -269,15 +269,22 @@ BestOfK best_of_k(std::vector<double> v, int64_t k) {
 
 namespace {
 
-// The family list of a task, indexed for the classes: once per (backend, arch, layout, acc).
-const NoveltyClassifier& classifier_for(const TaskSpec& task, const std::string& backend,
+// The family list, indexed for the classes: every HGEMM variant of the backend that runs on the
+// arch, both layouts and accumulations (a policy may write an fp16-accumulating variant for an
+// fp32 task, and it passes there: a listed variant, not a new body). Once per (backend, arch).
+const NoveltyClassifier& classifier_for(const TaskSpec& /*task*/, const std::string& backend,
                                         const std::string& arch) {
   static std::map<std::string, NoveltyClassifier> cache;
-  const std::string key = backend + "|" + arch + "|" + task.layout + "|" + task.acc;
+  const std::string key = backend + "|" + arch;
   auto it = cache.find(key);
   if (it != cache.end()) return it->second;
-  return cache.emplace(key, NoveltyClassifier(variants_for_task(task, backend == "gpu" ? "cuda" : "host", arch)))
-      .first->second;
+  const std::string be = backend == "gpu" ? "cuda" : "host";
+  std::vector<KernelVariant> all;
+  for (const auto& f : kernel_families())
+    if (f.kind == TaskKind::hgemm && f.backends.find(be) != std::string::npos && arch_runs(f.arch, arch))
+      for (auto& v : hgemm_family_variants(f.name))
+        if (v.backend == be && arch_runs(v.arch, arch)) all.push_back(std::move(v));
+  return cache.emplace(key, NoveltyClassifier(all)).first->second;
 }
 
 // "stage" or "stage/step_N" of a run -> the checkpoint directory and its step.

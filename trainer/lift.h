@@ -85,8 +85,8 @@ struct SampleClass {
 };
 bool is_new_class(const std::string& cls);  // new_tuple or new_body
 
-// The family list of one task (its variants for the evaluator's backend, layout, accumulation
-// and arch), indexed for classify().
+// The family list (lift measure: every HGEMM variant of the evaluator's backend and arch, both
+// layouts and accumulations), indexed for classify().
 class NoveltyClassifier {
  public:
   explicit NoveltyClassifier(const std::vector<KernelVariant>& variants);
