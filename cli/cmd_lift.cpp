@@ -4,6 +4,7 @@
 //   measure   per held-out shape, best of N before / after HGEMM RL beside the sweep's best and
 //             the best exemplar shown; summary, per-shape table, curves by step (resumable)
 //   report    lift.md, summary.json and curves.csv again from a lift directory's rows
+//   proof     issue 39's targets over seeds, splits and prompt modes (lift_proof)
 //   promote   after-RL kernels that beat the sweep, re-verified in a fresh evaluation, into a
 //             catalog with provenance rl
 #include <cstdio>
@@ -161,8 +162,24 @@ void register_lift(CLI::App& app) {
   measure->add_option("--after", mo->after, "checkpoint after it (default: the hgemm_rl stage's newest)");
   measure->add_option("--sweep-csv", *mo_csv, "family sweep CSV naming the sweep's best per shape (default: evaluate the family portfolio here)");
   measure->add_option("--device", mo->device, "device the sweep CSV was measured on (default: the evaluator's)");
-  measure->add_option("--novelty", mo->novelty_threshold, "token edit distance from every family variant that makes a sample novel")
-      ->check(CLI::Range(0.0, 1.0));
+  measure->add_option("--shapes", mo->shapes,
+                      "heldout (the job's hash-split held-out grid shapes) or a grid file of MxNxK lines "
+                      "(e.g. configs/grids/offgrid_llm.txt); none may be a training shape");
+  measure->add_option("--split", mo->split, "the rows' split label (default: grid for heldout, offgrid for a file)");
+  measure->add_option("--prompt-mode", mo->prompt_mode,
+                      "exemplars (seed variants that passed at the shape, with their score there) | zero_shot "
+                      "(the seed variants, no score, nothing measured at the shape)")
+      ->check(CLI::IsMember({"exemplars", "zero_shot"}));
+  measure->add_option("--best-of-n", mo->best_of_n,
+                      "the best-of-N control's samples of the before policy per shape, the before arm's "
+                      "included; -1 = --samples + the RL stage's evaluations per training shape; 0 = off");
+  auto mo_list_csv = std::make_shared<std::string>();
+  measure->add_option("--family-list-csv", *mo_list_csv,
+                      "family sweep CSV over the measured shapes (bench --families --per-family N): the "
+                      "arm times each family's fastest there (--device names its machine)");
+  measure->add_option("--family-list", mo->family_list,
+                      "the family-list arm: the portfolio's variants per family at each shape (0 = every "
+                      "candidate), timed in the shape's batch; -1 = off");
   measure->add_option("--phase", mo->phase,
                       "all | before: only draw the prompts and sample the before policy (prompts.jsonl), "
                       "for a later call to measure with")
@@ -170,8 +187,9 @@ void register_lift(CLI::App& app) {
   measure->add_option("--max-shapes", mo->max_shapes, "held-out shapes to measure at most; 0 = all");
   measure->add_option("--time-budget-s", mo->time_budget_s, "start no shape after this many seconds; 0 = no limit");
   measure->add_option("--set", mo->set, "key.path=value overrides of the run's job (e.g. reward.min_rounds=15)");
-  measure->callback([mo, mo_run, mo_out, mo_csv] {
+  measure->callback([mo, mo_run, mo_out, mo_csv, mo_list_csv] {
     LiftOptions o = *mo;
+    o.family_list_csv = *mo_list_csv;
     o.run_dir = *mo_run;
     o.out = *mo_out;
     o.sweep_csv = *mo_csv;
@@ -238,6 +256,14 @@ void register_lift(CLI::App& app) {
     Catalog cat = pp->catalog.empty() ? Catalog{} : read_catalog(pp->catalog);
     cat = merge_catalogs(std::move(cat), extra);
     write_catalog(pp->out, cat);
+    // discoveries.jsonl: the re-verified tasks, for `lift proof`.
+    std::string disc;
+    for (const auto& d : found)
+      disc += nlohmann::json{{"task", d.fresh.result.task}, {"speedup", d.fresh.result.speedup},
+                             {"sweep_speedup", d.sweep_speedup}, {"family_variants", d.family_variants},
+                             {"family_best_speedup", d.family_best_speedup}}
+                  .dump() + "\n";
+    atomic_write(o.out / "discoveries.jsonl", disc);
     for (const auto& d : found)
       if (pp->family_list >= 0)
         std::printf("%s: %.3fx; the family list's fastest of %lld: %s %.3fx\n", d.fresh.result.task.c_str(),
@@ -247,6 +273,35 @@ void register_lift(CLI::App& app) {
                 "in a fresh evaluation; catalog %s: %zu entries\n",
                 found.size(), pp->margin, pp->family_list >= 0 ? " and of the family list's fastest" : "",
                 pp->out.c_str(), cat.entries.size());
+  });
+
+  // ---- proof
+  struct ProofOpts {
+    std::vector<std::string> lifts;
+    std::string out;
+  };
+  auto pf = std::make_shared<ProofOpts>();
+  auto pr = std::make_shared<ProofOptions>();
+  auto* proof = lift->add_subcommand(
+      "proof", "Issue 39's proof from lift directories (seeds x splits x prompt modes): arms with pass "
+               "rates and bootstrap intervals, gains over the controls, best-of-k curves, each target "
+               "met or missed");
+  proof->add_option("--lift", pf->lifts, "lift directory of `kernelrl lift measure` (repeatable)")->required();
+  proof->add_option("--out", pf->out, "directory for proof.md, proof.json, curves_k.csv, per_shape.csv")->required();
+  proof->add_option("--resamples", pr->resamples, "bootstrap resamples")->check(CLI::Range(int64_t{100}, int64_t{1000000}));
+  proof->add_option("--seed", pr->seed, "bootstrap seed");
+  proof->add_option("--max-k", pr->max_k, "best-of-k curves for k = 1..max-k")->check(CLI::Range(int64_t{1}, int64_t{1024}));
+  proof->callback([pf, pr] {
+    ProofOptions o = *pr;
+    for (const auto& l : pf->lifts) o.lift_dirs.push_back(l);
+    const ProofReport r = lift_proof(o);
+    const fs::path out = pf->out;
+    fs::create_directories(out);
+    atomic_write(out / "proof.json", r.summary.dump(2) + "\n");
+    atomic_write(out / "proof.md", r.markdown);
+    atomic_write(out / "curves_k.csv", r.curves_csv);
+    atomic_write(out / "per_shape.csv", r.per_shape_csv);
+    std::printf("%s", r.markdown.c_str());
   });
 }
 

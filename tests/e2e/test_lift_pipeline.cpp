@@ -2,8 +2,9 @@
 // binary: a family sweep of the host HGEMM family over a small grid -> speed-annotated triplets
 // of its training shapes (the held-out ones left out) -> pretraining and HGEMM RL on the
 // training split -> `lift measure` on the held-out shapes (best of N before and after RL, the
-// sweep's best, the best exemplar shown, novelty) -> `lift promote` into a catalog whose entries
-// say they came from RL. Asserts on the numbers: RL took updates and its policy's correct rate
+// sweep's best, the best exemplar shown, the best-of-N control at the RL budget, the family
+// list, every sample's class) -> the same on off-grid shapes, zero-shot -> `lift proof` -> `lift
+// promote` into a catalog whose entries say they came from RL. Asserts on the numbers: RL took updates and its policy's correct rate
 // rose on fixed seeds; the held-out shapes were never RL tasks; the measure's rows agree with
 // the summary. The recipe is configs/quickstart-cpu.yaml's (demonstrations off, lr 1e-4 after 2
 // warmup steps, a fixed probe judging learning) with 6 RL steps instead of 12 and a probe of 2
@@ -175,10 +176,21 @@ TEST(LiftPipeline, SplitAnnotateTrainMeasurePromoteOnTheHostBackend) {
 
   // 4. The measure on the held-out shapes: best of 8, before and after, in one batch per shape
   //    (of 4, one run of three found no passing after-RL sample at one shape, 2026-11-27).
+  //    With the issue 39 controls: best-of-N from the before policy at the after arm's
+  //    evaluations (8 + the RL stage's candidates over its 9 training shapes, rounded up: 6
+  //    steps x 16 give 8 + 11 = 19 samples) and the host family's whole list at each shape.
   auto measure = kr("lift measure --run-dir " + (dir / "run").string() + " --out " +
-                    (dir / "lift").string() + " --samples " + std::to_string(kMeasureSamples));
+                    (dir / "lift").string() + " --samples " + std::to_string(kMeasureSamples) +
+                    " --best-of-n -1 --family-list 0");
   ASSERT_EQ(measure.exit_code, 0) << measure.output;
   lap("lift measure");
+  // The RL budget the control matched, from the run's metrics (rl.json).
+  const auto rl = nlohmann::json::parse(testing::read_text(dir / "lift/rl.json"));
+  EXPECT_EQ(rl["steps"], kRlSteps);
+  EXPECT_EQ(rl["training_shapes"], 9);
+  EXPECT_GE(rl["candidates"].get<int64_t>(), kRlSteps * 16);  // 2 prompts x 8 a step, at least
+  const int64_t kBestOfN = kMeasureSamples + (rl["candidates"].get<int64_t>() + 8) / 9;
+  EXPECT_EQ(rl["before_samples"], kBestOfN);
   std::vector<nlohmann::json> rows;
   for (const auto& line : lines(testing::read_text(dir / "lift/per_shape.jsonl")))
     rows.push_back(nlohmann::json::parse(line));
@@ -195,6 +207,18 @@ TEST(LiftPipeline, SplitAnnotateTrainMeasurePromoteOnTheHostBackend) {
     EXPECT_LE(r["after_novel"].get<int64_t>(), r["after_passed"].get<int64_t>());
     EXPECT_GT(r["after"].get<double>(), 0);
     EXPECT_TRUE(fs::exists(dir / "lift" / r["after_kernel"].get<std::string>()));
+    EXPECT_EQ(r["split"], "grid");
+    EXPECT_EQ(r["prompt_mode"], "exemplars");
+    // The controls: best-of-N contains the before arm's samples, so it is at least as fast; the
+    // family list holds the sweep's pick (host: the whole list), so it is at least as fast too.
+    EXPECT_EQ(r["best_of_n_samples"], kBestOfN);
+    EXPECT_GE(r["best_of_n"].get<double>(), r["before"].get<double>());
+    EXPECT_GE(r["best_of_n_passed"].get<int64_t>(), r["before_passed"].get<int64_t>());
+    EXPECT_GT(r["family_list_variants"].get<int64_t>(), 1);
+    EXPECT_GT(r["family_list"].get<double>(), 0);
+    EXPECT_EQ(r["after_novel"].get<int64_t>(),
+              r["after_new_tuple"].get<int64_t>() + r["after_new_body"].get<int64_t>());
+    EXPECT_THAT(std::string("listed new_tuple new_body"), HasSubstr(r["after_class"].get<std::string>()));
     mean_after += r["after"].get<double>() / 2;
   }
   // Every sample's verdict, a line per shape: its "ok" count is the row's pass count, its best
@@ -208,19 +232,31 @@ TEST(LiftPipeline, SplitAnnotateTrainMeasurePromoteOnTheHostBackend) {
   for (const auto& r : rows) {
     SCOPED_TRACE(r["task"].get<std::string>());
     const auto& v = verdicts.at(r["task"].get<std::string>());
-    for (const std::string side : {"before", "after"}) {
-      ASSERT_EQ(v[side].size(), static_cast<size_t>(kMeasureSamples));
-      int64_t ok = 0;
+    // The before list holds the best-of-N control's samples, the first 8 being the before arm.
+    ASSERT_EQ(v["before"].size(), static_cast<size_t>(kBestOfN));
+    ASSERT_EQ(v["after"].size(), static_cast<size_t>(kMeasureSamples));
+    for (const std::string side : {"before", "after", "best_of_n"}) {
+      const auto& list = v[side == "best_of_n" ? "before" : side];
+      const size_t n = side == "before" ? kMeasureSamples : list.size();
+      int64_t ok = 0, new_samples = 0;
       double best = 0;
-      for (const auto& x : v[side]) {
+      for (size_t i = 0; i < n; ++i) {
+        const auto& x = list[i];
         const bool passed = x["status"] == "ok";
         ok += passed;
+        // Every sample has a class: its failure, or listed / new_tuple / new_body when it passed.
+        const std::string cls = x["class"].get<std::string>();
+        if (passed) EXPECT_THAT(std::string("listed new_tuple new_body"), HasSubstr(cls));
+        else EXPECT_EQ(cls, x["status"].get<std::string>());
+        new_samples += cls == "new_tuple" || cls == "new_body";
         if (passed) best = std::max(best, x["speedup"].get<double>());
         if (side == "after" && passed) EXPECT_FALSE(x["code"].get<std::string>().empty());
       }
       EXPECT_EQ(ok, r[side + "_passed"].get<int64_t>()) << side;
       EXPECT_NEAR(best, r[side].get<double>(), 1e-9) << side;
+      if (side != "best_of_n") EXPECT_EQ(new_samples, r[side + "_novel"].get<int64_t>()) << side;
     }
+    EXPECT_EQ(v["family_list"].size(), r["family_list_variants"].get<size_t>());
   }
   auto summary = nlohmann::json::parse(testing::read_text(dir / "lift/summary.json"));
   EXPECT_EQ(summary["shapes"], 2);
@@ -229,9 +265,45 @@ TEST(LiftPipeline, SplitAnnotateTrainMeasurePromoteOnTheHostBackend) {
   EXPECT_EQ(lines(testing::read_text(dir / "lift/curves.csv")).size(), kRlSteps + 1u);  // header + steps
   // Resumable: a second call measures nothing again.
   auto again = kr("lift measure --run-dir " + (dir / "run").string() + " --out " +
-                  (dir / "lift").string() + " --samples " + std::to_string(kMeasureSamples));
+                  (dir / "lift").string() + " --samples " + std::to_string(kMeasureSamples) +
+                  " --best-of-n -1 --family-list 0");
   ASSERT_EQ(again.exit_code, 0) << again.output;
   EXPECT_EQ(lines(testing::read_text(dir / "lift/per_shape.jsonl")).size(), 2u);
+
+  // 4b. Off-grid shapes, zero-shot: two sizes no family handles (not multiples of 64), the
+  //     prompt showing seed variants with no score; a shape of the training split is refused.
+  testing::write_text(dir / "offgrid.txt", "# off-grid\n100x64x64\n7x128x64\n");
+  auto off = kr("lift measure --run-dir " + (dir / "run").string() + " --out " + (dir / "lift-off").string() +
+                " --samples 4 --best-of-n 6 --shapes " + (dir / "offgrid.txt").string() +
+                " --prompt-mode zero_shot");
+  ASSERT_EQ(off.exit_code, 0) << off.output;
+  lap("lift measure off-grid zero-shot");
+  for (const auto& line : lines(testing::read_text(dir / "lift-off/per_shape.jsonl"))) {
+    const auto r = nlohmann::json::parse(line);
+    SCOPED_TRACE(line);
+    EXPECT_EQ(r["split"], "offgrid");
+    EXPECT_EQ(r["prompt_mode"], "zero_shot");
+    EXPECT_EQ(r["sweep"].get<double>(), 0);  // every family variant refuses the shape
+    EXPECT_GE(r["exemplars_shown"].get<int64_t>(), 1);
+    EXPECT_EQ(r["best_of_n_samples"], 6);
+  }
+  for (const auto& line : lines(testing::read_text(dir / "lift-off/prompts.jsonl")))
+    for (const auto& e : nlohmann::json::parse(line)["exemplars"]) EXPECT_EQ(e["score"].get<double>(), -1);
+  auto trained = kr("lift measure --run-dir " + (dir / "run").string() + " --out " + (dir / "lift-bad").string() +
+                    " --samples 2 --shapes " + (dir / "grid.txt").string());
+  EXPECT_NE(trained.exit_code, 0);
+  EXPECT_THAT(trained.output, HasSubstr("is a training shape of the run's job"));
+
+  // 4c. The proof over both: pass rates beside speeds, gains, curves, each target marked.
+  auto proof = kr("lift proof --lift " + (dir / "lift").string() + " --lift " + (dir / "lift-off").string() +
+                  " --resamples 1000 --out " + (dir / "proof").string());
+  ASSERT_EQ(proof.exit_code, 0) << proof.output;
+  const std::string proof_md = testing::read_text(dir / "proof/proof.md");
+  EXPECT_THAT(proof_md, HasSubstr("## grid/exemplars (1 seed)"));
+  EXPECT_THAT(proof_md, HasSubstr("## offgrid/zero_shot (1 seed)"));
+  EXPECT_THAT(proof_md, HasSubstr("fewer than 3 seeds"));
+  EXPECT_EQ(lines(testing::read_text(dir / "proof/per_shape.csv")).size(), 5u);
+  EXPECT_THAT(testing::read_text(dir / "proof/curves_k.csv"), HasSubstr("grid/exemplars,0,best_of_n," + std::to_string(16)));
 
   // 5. Discoveries into the catalog: with a margin of 0.25 every passing after-RL kernel within
   //    4x of the sweep qualifies (the GPU run asks 1.02; 6 RL steps that reward correctness

@@ -1,11 +1,16 @@
 // The lift machinery's pure parts against hand-derived values (issue 25): the held-out split of
 // an HGEMM grid, the normalized token edit distance behind novelty, the family-grid CSV reader
 // and the speed-annotated triplets, the summary's means and shares, the RL learning summary,
-// and the catalog's provenance (JSON round trip, merge, the exemplar table lookup).
+// and the catalog's provenance (JSON round trip, merge, the exemplar table lookup); issue 39's
+// novelty classes (listed, new tuple, new body), the bootstrap and best-of-k statistics against
+// tests/golden/lift_stats_golden.py, and the proof's pass rates, gains and targets.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <set>
+#include <tuple>
 
 #include "catalog/catalog.h"
 #include "common/error.h"
@@ -82,6 +87,212 @@ TEST(Novelty, TokenEditDistanceMatchesHandCountedEdits) {
   const double d = token_edit_distance(novelty_tokens(vs[0].source), novelty_tokens(vs[1].source));
   EXPECT_GT(d, 0.0);
   EXPECT_LT(d, 0.05);
+}
+
+// A variant's source with the first argument of its `using Cfg = ...<...>` replaced by `value`.
+std::string with_first_tile(const std::string& source, const std::string& value) {
+  const size_t cfg = source.rfind("using Cfg = ");
+  EXPECT_NE(cfg, std::string::npos);
+  const size_t open = source.find('<', cfg);
+  size_t at = open + 1;
+  if (source.compare(at, 2, "/*") == 0) at = source.find("*/", at) + 2;  // the /*NAME=*/ label
+  size_t end = at;
+  while (end < source.size() && std::isdigit(static_cast<unsigned char>(source[end]))) ++end;
+  EXPECT_GT(end, at) << source.substr(cfg, 120);
+  return source.substr(0, at) + value + source.substr(end);
+}
+
+TEST(NoveltyClasses, ListedNewTupleAndNewBodyAgainstTheFamilyList) {
+  std::vector<KernelVariant> list;
+  for (const auto& v : hgemm_family_variants("hgemm_host"))
+    if (v.layout == "nn" && v.acc == "f32") list.push_back(v);
+  ASSERT_GE(list.size(), 2u);
+  const NoveltyClassifier classes(list);
+  EXPECT_EQ(classes.variants(), list.size());
+  const KernelVariant& v = list.front();
+  // Exactly a family variant, and the same with comments and whitespace changed: listed.
+  SampleClass c = classes.classify(v.source);
+  EXPECT_EQ(c.cls, "listed");
+  EXPECT_EQ(c.family, "hgemm_host");
+  EXPECT_FALSE(c.tuple.empty());
+  EXPECT_EQ(classes.classify("// mine\n" + v.source + "\n\n").cls, "listed");
+  // Every variant of the list is listed.
+  for (const auto& w : list) EXPECT_EQ(classes.classify(w.source).cls, "listed") << w.name;
+  // One tile number changed to a value no variant lists: the family's body, a new tuple.
+  const std::string tuple_changed = with_first_tile(v.source, "48");
+  ASSERT_NE(tuple_changed, v.source);
+  c = classes.classify(tuple_changed);
+  EXPECT_EQ(c.cls, "new_tuple") << c.tuple;
+  EXPECT_EQ(c.family, "hgemm_host");
+  EXPECT_DOUBLE_EQ(c.body_distance, 0);
+  // The old novelty could not see that (issue 39): its token edit distance is ~1 token.
+  EXPECT_LT(token_edit_distance(novelty_tokens(v.source), novelty_tokens(tuple_changed)), 0.01);
+  // The first argument of another listed variant is no new tuple when the whole tuple is listed:
+  // its own source is listed above; the tuple split keeps every argument.
+  const ParamSplit ps = split_parameters(novelty_tokens(v.source));
+  EXPECT_NE(std::find(ps.body.begin(), ps.body.end(), "#"), ps.body.end());
+  EXPECT_EQ(split_parameters(novelty_tokens(tuple_changed)).body, ps.body);
+  // A body change (a statement added before the instance): a new body, near the family's.
+  const size_t inst = v.source.rfind("using Cfg = ");
+  const std::string body_changed =
+      v.source.substr(0, inst) + "static int kernelrl_extra_counter = 3;\n" + v.source.substr(inst);
+  c = classes.classify(body_changed);
+  EXPECT_EQ(c.cls, "new_body");
+  EXPECT_EQ(c.family, "hgemm_host");
+  EXPECT_GT(c.body_distance, 0.0);
+  EXPECT_LT(c.body_distance, 0.02);
+  // Unrelated code: a new body, far from every family body (capped at 0.5).
+  c = classes.classify("extern \"C\" int kernelrl_launch(const kernelrl_args* a, void* s) { return 0; }");
+  EXPECT_EQ(c.cls, "new_body");
+  EXPECT_DOUBLE_EQ(c.body_distance, 0.5);
+  EXPECT_TRUE(c.tuple.empty());
+  EXPECT_TRUE(is_new_class("new_tuple"));
+  EXPECT_TRUE(is_new_class("new_body"));
+  EXPECT_FALSE(is_new_class("listed"));
+  EXPECT_FALSE(is_new_class("compile_error"));
+}
+
+TEST(NoveltyClasses, EveryCudaFamilyVariantIsListedWithItsOwnFamilyAndATuple) {
+  // Each HGEMM family's instance block is a `using Cfg = ...<...>;` the tuple split reads: every
+  // variant (nn, f32) of every CUDA family is listed, as its own family, with a tuple.
+  std::vector<KernelVariant> list;
+  for (const auto& f : kernel_families())
+    if (f.kind == TaskKind::hgemm && f.backends.find("cuda") != std::string::npos)
+      for (const auto& v : hgemm_family_variants(f.name))
+        if (v.layout == "nn" && v.acc == "f32") list.push_back(v);
+  ASSERT_GT(list.size(), 50u);
+  const NoveltyClassifier classes(list);
+  std::set<std::string> families;
+  for (const auto& v : list) {
+    const SampleClass c = classes.classify(v.source);
+    EXPECT_EQ(c.cls, "listed") << v.name;
+    EXPECT_EQ(c.family, v.family) << v.name;
+    EXPECT_FALSE(c.tuple.empty()) << v.name;
+    families.insert(v.family);
+  }
+  EXPECT_GE(families.size(), 4u);
+}
+
+TEST(NoveltyClasses, TheTupleSpansNestedTemplateArguments) {
+  const auto t = novelty_tokens("using Cfg = ns::Config<cute::Shape<_128, _64>, 3, true>;\nint x = 5;");
+  const ParamSplit ps = split_parameters(t);
+  EXPECT_EQ(ps.tuple, "cute :: Shape < _128 , _64 > , 3 , true");
+  EXPECT_EQ(ps.body, (std::vector<std::string>{"using", "Cfg", "=", "ns", "::", "Config", "<", "#", "::", "#",
+                                               "<", "#", ",", "#", ">", ",", "#", ",", "#", ">", ";", "int",
+                                               "x", "=", "5", ";"}));
+  // `>>` closing both levels (the lexer's maximal munch).
+  const ParamSplit nested = split_parameters(novelty_tokens("using Cfg = C<S<1, 2>>;\nint y;"));
+  EXPECT_EQ(nested.tuple, "S < 1 , 2");
+  EXPECT_EQ(nested.body, (std::vector<std::string>{"using", "Cfg", "=", "C", "<", "#", "<", "#", ",", "#", ">>",
+                                                   ";", "int", "y", ";"}));
+  // No instance block: no tuple, the body is the tokens.
+  const auto u = novelty_tokens("int y = 1;");
+  EXPECT_EQ(split_parameters(u).body, u);
+  EXPECT_TRUE(split_parameters(u).tuple.empty());
+}
+
+// Golden values: tests/golden/lift_stats_golden.py (plain Python splitmix64 and an enumeration
+// of every k-subset), run 2026-11-28. Metric: absolute difference; 1e-12 (the same sums in the
+// same order: the bootstrap should agree to the last bit).
+TEST(LiftStats, BootstrapMatchesTheIndependentPythonComputation) {
+  const std::vector<double> x = {0.02, -0.01, 0.05, 0.03, 0.0, 0.04, -0.02, 0.06, 0.01, 0.03};
+  Interval a = bootstrap_mean(x, 1000, 0);
+  EXPECT_NEAR(a.mean, 0.020999999999999998, 1e-12);
+  EXPECT_NEAR(a.lo, 0.005, 1e-12);
+  EXPECT_NEAR(a.hi, 0.034999999999999996, 1e-12);
+  EXPECT_EQ(a.n, 10);
+  EXPECT_EQ(a.resamples, 1000);
+  Interval b = bootstrap_mean(x, 10000, 7);
+  EXPECT_NEAR(b.lo, 0.005999999999999999, 1e-12);
+  EXPECT_NEAR(b.hi, 0.036, 1e-12);
+  // Seeded: the same call gives the same interval; another seed another one.
+  EXPECT_EQ(bootstrap_mean(x, 1000, 0).lo, a.lo);
+  // No items: nothing, not a crash; one item: a point.
+  EXPECT_EQ(bootstrap_mean({}, 1000, 0).n, 0);
+  Interval one = bootstrap_mean({1.5}, 100, 3);
+  EXPECT_DOUBLE_EQ(one.lo, 1.5);
+  EXPECT_DOUBLE_EQ(one.hi, 1.5);
+}
+
+TEST(LiftStats, BestOfKMatchesAnEnumerationOfEverySubset) {
+  const std::vector<double> v = {0.0, 1.2, 0.0, 0.9, 1.05, 0.0, 1.3};  // 0 = failed
+  const std::vector<std::tuple<int64_t, double, double>> golden = {
+      {1, 0.5714285714285714, 0.6357142857142858}, {2, 0.8571428571428571, 0.985714285714286},
+      {3, 0.9714285714285714, 1.1571428571428568}, {5, 1.0, 1.2642857142857147}, {7, 1.0, 1.3}};
+  for (const auto& [k, pass, combined] : golden) {
+    const BestOfK b = best_of_k(v, k);
+    EXPECT_NEAR(b.pass, pass, 1e-12) << k;
+    EXPECT_NEAR(b.combined, combined, 1e-12) << k;
+    EXPECT_NEAR(b.speed, combined / pass, 1e-12) << k;
+  }
+  EXPECT_NEAR(best_of_k(v, 1).speed, (1.2 + 0.9 + 1.05 + 1.3) / 4, 1e-12);  // k = 1: the passing mean
+  EXPECT_NEAR(best_of_k(v, 99).combined, 1.3, 1e-12);  // k above n: n
+  const BestOfK none = best_of_k({0, 0, 0}, 2);
+  EXPECT_EQ(none.pass, 0);
+  EXPECT_EQ(none.speed, 0);  // no passing sample: a pass rate of 0, never a speed of 0 averaged in
+}
+
+TEST(LiftProof, PassRatesBesideSpeedsGainsOverTheBestControlAndTargets) {
+  testing::ScratchDir dir;
+  // One seed, grid split with exemplars, three shapes: at the third nothing of the after arm
+  // passed (a pass-rate entry, not a 0 in its speed mean).
+  auto row = [](int64_t m, double before, double after, double bon, double ex, double sweep) {
+    LiftShape r;
+    r.task = "hgemm_" + std::to_string(m) + "x64x64_nn", r.shape = std::to_string(m) + "x64x64";
+    r.m = m, r.n = 64, r.k = 64, r.layout = "nn", r.acc = "f32";
+    r.run_seed = 3, r.samples = 2;
+    r.before = before, r.after = after, r.best_of_n = bon, r.exemplar = ex, r.sweep = sweep;
+    r.best_of_n_samples = 4, r.after_passed = after > 0 ? 2 : 0, r.after_new_tuple = after > 0;
+    r.after_class = after > 0 ? "new_tuple" : "";
+    return r;
+  };
+  const std::vector<LiftShape> rows = {row(64, 1.0, 1.10, 1.0, 1.05, 1.0), row(128, 1.0, 1.2, 1.1, 1.0, 1.0),
+                                       row(192, 0.5, 0, 0.6, 0.9, 0.9)};
+  std::string lines, samples;
+  for (const auto& r : rows) {
+    lines += to_json(r).dump() + "\n";
+    const double a = r.after;
+    samples += nlohmann::json{{"task", r.task}, {"samples", 2},
+                              {"before", {{{"speedup", r.before}}, {{"speedup", 0.0}}, {{"speedup", r.best_of_n}}, {{"speedup", 0.0}}}},
+                              {"after", {{{"speedup", a}}, {{"speedup", a * 0.9}}}}}
+                   .dump() + "\n";
+  }
+  fs::create_directories(dir / "lift");
+  testing::write_text(dir / "lift/per_shape.jsonl", lines);
+  testing::write_text(dir / "lift/samples.jsonl", samples);
+  testing::write_text(dir / "lift/rl.json", R"({"steps": 200, "step_s": 1500.0, "candidates": 6400})");
+  ProofOptions o;
+  o.lift_dirs = {dir / "lift"};
+  o.resamples = 1000;
+  o.min_shapes = 2;
+  const ProofReport rep = lift_proof(o);
+  const auto& s = rep.summary["groups"]["grid/exemplars"]["seeds"]["3"];
+  // after: passed at 2 of 3 shapes, speed over those two only.
+  EXPECT_NEAR(s["arms"]["after"]["pass"].get<double>(), 2.0 / 3, 1e-12);
+  EXPECT_NEAR(s["arms"]["after"]["speed"].get<double>(), (1.10 + 1.2) / 2, 1e-12);
+  EXPECT_NEAR(s["arms"]["after"]["combined"].get<double>(), (1.10 + 1.2) / 3, 1e-12);
+  // Gains over the best control per shape (max of exemplar, best-of-N, sweep): 1.10/1.05, 1.2/1.1.
+  const auto& g = s["gains"]["best_control"];
+  EXPECT_EQ(g["shapes"], 2);
+  EXPECT_EQ(g["control_only"], 1);
+  EXPECT_NEAR(g["mean"].get<double>(), (1.10 / 1.05 - 1 + 1.2 / 1.1 - 1) / 2, 1e-12);
+  EXPECT_EQ(s["novel"]["share"].get<double>(), 0.5);  // 2 new of 4 passing after-RL samples
+  // One seed: a target met in it is still missed for the issue (>= 3 seeds).
+  EXPECT_NE(rep.markdown.find("- seed 3: gain over the best control met"), std::string::npos) << rep.markdown;
+  EXPECT_NE(rep.markdown.find("fewer than 3 seeds"), std::string::npos) << rep.markdown;
+  EXPECT_NE(rep.markdown.find("RL 200 steps in 1500 s (met)"), std::string::npos) << rep.markdown;
+  // Curves: before uses its first `samples` (2) samples, best_of_n all 4; k = 1..2 and 1..4.
+  EXPECT_NE(rep.curves_csv.find("grid/exemplars,3,before,2,"), std::string::npos) << rep.curves_csv;
+  EXPECT_EQ(rep.curves_csv.find("grid/exemplars,3,before,3,"), std::string::npos) << rep.curves_csv;
+  EXPECT_NE(rep.curves_csv.find("grid/exemplars,3,best_of_n,4,"), std::string::npos) << rep.curves_csv;
+  // k = 1 of after: pass 2/3 (shapes 1-2 pass both samples), speed the mean of the samples there.
+  EXPECT_NE(rep.curves_csv.find("grid/exemplars,3,after,1,0.666667,"), std::string::npos) << rep.curves_csv;
+  EXPECT_EQ(std::count(rep.per_shape_csv.begin(), rep.per_shape_csv.end(), '\n'), 4);
+  // A second directory with the same split, prompt mode and seed is refused, not pooled.
+  fs::create_directories(dir / "lift2");
+  testing::write_text(dir / "lift2/per_shape.jsonl", lines);
+  o.lift_dirs = {dir / "lift", dir / "lift2"};
+  EXPECT_THROW(lift_proof(o), UserError);
 }
 
 TEST(SpeedAnnotation, ReadsAFamilySweepCsvAndWordsEachKernelLikeTheRlPrompt) {
