@@ -38,7 +38,7 @@
 # (configs/grids/offgrid_llm.txt), MAX_SHAPES (0 = all), FAMILY_LIST (8), SWEEP_CSV,
 # SWEEP_DEVICE, VARIANTS_CSV, CATALOG_XZ (as bench/gpu_rl_lift.sh), MEASURE_SET (key=value
 # overrides for measure/promote), PROOF_NO_CORPUS=1 (skip `data build`: a CPU dry run).
-# Time (docs/benchmarks.md, "RL lift proof: how to run"): build + data ~4 min, pretraining ~4 min,
+# Time (docs/lift_proof.md): build + data ~4 min, pretraining ~4 min,
 # RL 200 steps ~15 min at a 4.5 s step (the evaluator at its 6 s-per-32 target), the measure the
 # rest: the first calls train, the later ones measure.
 set -uo pipefail
