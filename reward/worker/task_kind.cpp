@@ -171,9 +171,13 @@ class HgemmKind final : public TaskKind {
   }
 
   // Every set's A, B (nn) and B (tn) in one slab per operand, each at a random 256-byte-aligned
-  // offset with a random gap (0-128 KiB) before it, in random order: the distance between two
-  // sets is no constant a candidate could learn from its captured calls. One slab per operand
-  // also lets refresh_sets draw every set's values in one launch per operand.
+  // offset with a random gap before it, in random order: the distance between two sets is no
+  // constant a candidate could learn from its captured calls. The gap is drawn from 0 to 16
+  // operands (at most 8 MiB, at least 128 KiB): with gaps of 0-128 KiB a learned stride at 256^3
+  // (128 KiB operands) still landed in another set 2 times in 3 and the prefetch fixture won
+  // 2.5 % (2026-11-28, call 4); with gaps averaging 8 operands it lands in one about 1 time in 9,
+  // and in one replayed later half as often. One slab per operand also lets refresh_sets draw
+  // every set's values in one launch per operand.
   std::vector<Operands> timing_sets(int64_t n, std::mt19937_64& rng) override {
     constexpr int64_t kAlignEl = 128;  // fp16 elements in 256 bytes
     auto place = [&](int64_t elems, std::vector<int64_t>& off) {
@@ -181,10 +185,13 @@ class HgemmKind final : public TaskKind {
       std::iota(order.begin(), order.end(), size_t{0});
       std::shuffle(order.begin(), order.end(), rng);
       off.assign(order.size(), 0);
+      const int64_t padded = (elems + kAlignEl - 1) / kAlignEl * kAlignEl;
+      // Gap slots of 256 bytes: 16 operands, clamped to [128 KiB, 8 MiB].
+      const uint64_t gap_slots = static_cast<uint64_t>(std::clamp<int64_t>(16 * padded, 512 * kAlignEl, int64_t{1} << 22) / kAlignEl);
       int64_t at = kAlignEl * static_cast<int64_t>(rng() % 64);
       for (size_t s : order) {
         off[s] = at;
-        at += (elems + kAlignEl - 1) / kAlignEl * kAlignEl + kAlignEl * static_cast<int64_t>(rng() % 512);
+        at += padded + kAlignEl * static_cast<int64_t>(rng() % gap_slots);
       }
       return at;
     };
