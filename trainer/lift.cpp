@@ -660,6 +660,9 @@ std::vector<LiftShape> measure_lift(const LiftOptions& o) {
     parts.backend = backend;
     parts.prompt_format = job.model.prompt_format;
     parts.device = job.rollout.prompt_device;
+    // The job's completion mode: an edit-mode job's policies answer with SEARCH/REPLACE blocks
+    // against the last exemplar shown, as in its RL prompts (rollout/prompt.h).
+    parts.completion = job.rollout.completion;
     return parts;
   };
   ExemplarFit fit(tok, max_seq_len, job.rollout.sampling.max_new_tokens);
@@ -747,7 +750,7 @@ std::vector<LiftShape> measure_lift(const LiftOptions& o) {
       if (group.prompt.find(e.source) != std::string::npos) shown.push_back(e.source);
     std::vector<ParsedResponse> b_rows, a_rows;
     for (size_t i = 0; i < rec.before.size() && static_cast<int64_t>(i) < before_total; ++i)
-      b_rows.push_back(parse_response(rec.before[i], job.rollout.response_format));
+      b_rows.push_back(parse_response(rec.before[i], job.rollout.response_format, group.edit_base));
     for (const auto& x : sample(*after, group, o.samples, 0)) a_rows.push_back(x.parsed);
 
     // 2. The sweep's best family variant at the shape: named by the sweep CSV, or (no CSV, or
@@ -875,7 +878,8 @@ std::vector<LiftShape> measure_lift(const LiftOptions& o) {
     }
     if (b.best_row) atomic_write(o.out / "kernels" / (task.name + "_before" + ext), b.best_row->code);
     // Every sample's verdict, one line per shape (samples.jsonl): status (the evaluator's, or
-    // "format" for a response with no code), speedup (0 unless it passed), hash and class by
+    // "format" for a response with no code or, in edit mode, blocks that did not apply, named by
+    // `failure`), speedup (0 unless it passed), hash and class by
     // sample index; the before list holds the best-of-N control's samples, its first `samples`
     // being the before arm; the after side's code too (the before side's is in prompts.jsonl);
     // the shown exemplars', the sweep's and the family list's verdicts. Written just before the
@@ -895,6 +899,7 @@ std::vector<LiftShape> measure_lift(const LiftOptions& o) {
         if (is_new_class(c.cls) || c.cls == "listed") v["family"] = c.family;
         if (c.cls == "new_body") v["body_distance"] = c.body_distance;
         if (std::string(side) == "after") v["code"] = r.ok ? r.code : "";
+        if (!r.ok && !r.failure.empty()) v["failure"] = r.failure;  // format_no_code, edit_no_match, ...
         list.push_back(std::move(v));
       }
       verdicts[side] = std::move(list);

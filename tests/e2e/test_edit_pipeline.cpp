@@ -10,6 +10,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+
 #include "common/fs.h"
 #include "run_test_util.h"
 #include "test_util.h"
@@ -61,6 +65,29 @@ TEST(EditModePipeline, HostRlAppliesEditsNamesFailuresAndUpdates) {
   EXPECT_GT(updates, 0) << run.output;
   EXPECT_THAT(run.output, ::testing::HasSubstr("tokens per completion"));
   EXPECT_THAT(run.output, ::testing::HasSubstr("edit mode: blocks applied in"));
+
+  // `lift measure` samples an edit-mode job's policies in edit mode too: the blocks apply to the
+  // exemplar its prompt shows (a shape outside the job's grid, 2 samples a side). Parsed as a
+  // whole kernel, an edit completion would compile its SEARCH/REPLACE text.
+  testing::write_text(dir / "shapes.txt", "128x64x64\n");
+  auto lift = run_command("cd " + kSrc + " && " + kBin + " lift measure --run-dir " + (dir / "run").string() +
+                          " --out " + (dir / "lift").string() + " --samples 2 --best-of-n 2 --family-list 0 --shapes " +
+                          (dir / "shapes.txt").string());
+  ASSERT_EQ(lift.exit_code, 0) << lift.output;
+  const auto samples = nlohmann::json::parse(testing::read_text(dir / "lift/samples.jsonl"));
+  int64_t edited = 0;
+  for (const char* side : {"before", "after"})
+    for (const auto& v : samples[side]) {
+      SCOPED_TRACE(v.dump());
+      if (v["status"] == "format") {
+        EXPECT_THAT(v.value("failure", ""), ::testing::StartsWith("edit_"));
+      } else {
+        ++edited;
+      }
+      if (v.contains("code")) EXPECT_EQ(v["code"].get<std::string>().find("<<<<<<< SEARCH"), std::string::npos);
+    }
+  std::printf("lift measure in edit mode: %lld of %zu samples applied\n", static_cast<long long>(edited),
+              samples["before"].size() + samples["after"].size());
 }
 
 }  // namespace
