@@ -260,7 +260,8 @@ void set_table(const nlohmann::json& t) {
   s.props = from_hex(d.at("props").get<std::string>());
   if (s.props.size() != sizeof(cudaDeviceProp)) throw std::runtime_error("shim table: device properties of the wrong size");
   for (const auto& [k, v] : d.at("attrs").items()) s.dev_attrs[std::stoi(k)] = v.get<int>();
-  for (const auto& [k, v] : d.value("limits", nlohmann::json::object()).items())
+  const nlohmann::json limits = d.value("limits", nlohmann::json::object());
+  for (const auto& [k, v] : limits.items())
     s.limits[std::stoi(k)] = s.limits_default[std::stoi(k)] = v.get<size_t>();
   s.driver_version = d.at("driver_version").get<int>();
   s.runtime_version = d.at("runtime_version").get<int>();
