@@ -45,7 +45,8 @@ constexpr int kFuncAttrs = 16;  // CU_FUNC_ATTRIBUTE_* 0..15
 
 struct Kernel {
   std::string name;
-  bool known = false;  // in the worker's table
+  bool resolved = false;  // looked up in the table or asked of the worker
+  bool known = false;     // in the candidate's device code as the worker loaded it
   std::vector<std::pair<uint32_t, uint32_t>> params;
   int attrs[kFuncAttrs] = {};
 };
@@ -114,13 +115,40 @@ cudaError_t unsafe(const char* what) {
   return set_error(cudaErrorStreamCaptureUnsupported);
 }
 
+nlohmann::json ask(const nlohmann::json& q);
+
+// A kernel's parameter layout and attributes: from the table, else asked of the worker (its
+// cuFuncGetParamInfo and cuFuncGetAttribute on the candidate's code as it loaded it), once.
+void resolve(Kernel& k) {
+  if (k.resolved) return;
+  k.resolved = true;
+  nlohmann::json e;
+  auto it = st().table_kernels.find(k.name);
+  if (it != st().table_kernels.end()) {
+    e = it->second;
+  } else {
+    try {
+      e = ask({{"query", "kernel"}, {"name", k.name}});
+    } catch (const std::exception&) {
+      return;  // unknown: not_replayable when launched
+    }
+    if (!e.value("known", false)) return;
+  }
+  for (const auto& p : e.at("params")) k.params.emplace_back(p.at(0).get<uint32_t>(), p.at(1).get<uint32_t>());
+  const auto a = e.at("attrs").get<std::vector<int>>();
+  for (int i = 0; i < kFuncAttrs && i < static_cast<int>(a.size()); ++i) k.attrs[i] = a[i];
+  k.known = true;
+}
+
 Kernel* kernel_of(const void* f) {
   State& s = st();
+  Kernel* k = nullptr;
   auto it = s.by_host.find(f);
-  if (it != s.by_host.end()) return it->second.get();
-  for (auto& [h, k] : s.by_host)  // a cudaKernel_t handle (__cudaGetKernel) is the Kernel itself
-    if (k.get() == f) return k.get();
-  return nullptr;
+  if (it != s.by_host.end()) k = it->second.get();
+  for (auto& [h, kk] : s.by_host)  // a cudaKernel_t handle (__cudaGetKernel) is the Kernel itself
+    if (!k && kk.get() == f) k = kk.get();
+  if (k) resolve(*k);
+  return k;
 }
 
 void add_node(NodeImage n, uint8_t edge_type = 0, uint8_t from_port = 0) {
@@ -266,15 +294,6 @@ void set_table(const nlohmann::json& t) {
   s.driver_version = d.at("driver_version").get<int>();
   s.runtime_version = d.at("runtime_version").get<int>();
   for (const auto& [name, k] : t.at("kernels").items()) s.table_kernels[name] = k;
-  // Kernels registered before the table came (none: the runner sets it before the load).
-  for (auto& [h, k] : s.by_host) {
-    auto it = s.table_kernels.find(k->name);
-    if (it == s.table_kernels.end()) continue;
-    k->known = true;
-    for (const auto& p : it->second.at("params")) k->params.emplace_back(p.at(0).get<uint32_t>(), p.at(1).get<uint32_t>());
-    auto a = it->second.at("attrs").get<std::vector<int>>();
-    for (int i = 0; i < kFuncAttrs && i < static_cast<int>(a.size()); ++i) k->attrs[i] = a[i];
-  }
 }
 
 void set_query(Query q) { st().query = std::move(q); }
@@ -344,13 +363,6 @@ SHIM_API void __cudaRegisterFunction(void**, const char* hostFun, char* deviceFu
   State& s = st();
   auto k = std::make_unique<Kernel>();
   k->name = deviceFun ? deviceFun : "";
-  auto it = s.table_kernels.find(k->name);
-  if (it != s.table_kernels.end()) {
-    k->known = true;
-    for (const auto& p : it->second.at("params")) k->params.emplace_back(p.at(0).get<uint32_t>(), p.at(1).get<uint32_t>());
-    auto a = it->second.at("attrs").get<std::vector<int>>();
-    for (int i = 0; i < kFuncAttrs && i < static_cast<int>(a.size()); ++i) k->attrs[i] = a[i];
-  }
   s.by_host[hostFun] = std::move(k);
 }
 SHIM_API void __cudaRegisterVar(void**, char*, char*, const char*, int, size_t, int, int) {}
@@ -372,7 +384,8 @@ SHIM_API cudaError_t __cudaPopCallConfiguration(dim3* grid, dim3* block, size_t*
   return cudaSuccess;
 }
 SHIM_API cudaError_t __cudaGetKernel(cudaKernel_t* out, const void* hostFun) {
-  Kernel* k = kernel_of(hostFun);
+  auto it = st().by_host.find(hostFun);  // no lookup yet: a static initializer of the launch site
+  Kernel* k = it == st().by_host.end() ? nullptr : it->second.get();
   if (!k) return cudaErrorInvalidDeviceFunction;
   *out = reinterpret_cast<cudaKernel_t>(k);
   return cudaSuccess;
