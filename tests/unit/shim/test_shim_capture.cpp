@@ -267,14 +267,32 @@ TEST_F(ShimCapture, OccupancyIsAskedOfTheWorker) {
   EXPECT_EQ(j["graph"]["nodes"][0]["grid"], nlohmann::json({3 * 132, 1, 1}));
 }
 
-TEST_F(ShimCapture, AKernelMissingFromTheTableIsNotReplayable) {
-  auto r = std::make_unique<ShimRunner>("off");
-  r->read();
+// The worker's table carries the device only; a kernel's layout is asked of the worker when the
+// candidate first uses it (answer_shim_query, "kernel"), and a name the worker's copy of the
+// candidate's code does not hold is not_replayable.
+TEST_F(ShimCapture, KernelLayoutsAreAskedOfTheWorkerWhenMissingFromTheTable) {
   nlohmann::json t = table();
+  const nlohmann::json b = t["kernels"]["_Z6shim_bPfx"];
   t["kernels"].erase("_Z6shim_bPfx");
-  ASSERT_TRUE(r->request({{"op", "load"}, {"so", so_}, {"table", t}}).value("loaded", false));
-  auto j = r->request({{"op", "capture"}, {"args", args(1, 64)}});
-  EXPECT_EQ(j.value("error", ""), "not_replayable") << j.dump();
+  for (const bool known : {true, false}) {
+    ShimRunner r("off");
+    r.read();
+    ASSERT_TRUE(r.request({{"op", "load"}, {"so", so_}, {"table", t}}).value("loaded", false));
+    std::vector<std::string> asked;
+    auto j = r.request({{"op", "capture"}, {"args", args(1, 64)}}, [&](const nlohmann::json& q) {
+      asked.push_back(q.value("name", ""));
+      nlohmann::json a = b;
+      a["known"] = known;
+      return known ? a : nlohmann::json{{"known", false}};
+    });
+    EXPECT_EQ(asked, std::vector<std::string>{"_Z6shim_bPfx"});  // once, though launched twice
+    if (known) {
+      ASSERT_TRUE(j.contains("graph")) << j.dump();
+      EXPECT_EQ(j["graph"]["nodes"].size(), 2u);
+    } else {
+      EXPECT_EQ(j.value("error", ""), "not_replayable") << j.dump();
+    }
+  }
 }
 
 TEST_F(ShimCapture, AnUnsupportedRuntimeSymbolFailsBeforeLoading) {
