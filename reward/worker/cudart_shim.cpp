@@ -12,7 +12,10 @@
 //   hgemm_small / hgemm_wgmma / hgemm_mma / CUTLASS: cudaLaunchKernelExC, cudaFuncSetAttribute,
 //     cudaMemsetAsync, cudaGetDevice, cudaDeviceGetAttribute, cudaGetDriverEntryPointByVersion
 //     (cuTensorMapEncodeTiled);
-//   fixtures: cudaDeviceSynchronize, cudaDeviceSetLimit, cudaDeviceGetLimit, cudaStreamSetAttribute.
+//   CUTLASS / CuTe (__device__ variables): __cudaRegisterVar;
+//   fixtures: cudaStreamSynchronize (gpu_sync_in_launch), cudaDeviceSetLimit and
+//     cudaGetDeviceProperties (gpu_persisting_l2), and shim_calls.cu's (cudaMalloc, events,
+//     cudaLaunchHostFunc, cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags, ...).
 // Everything else below is what the sandbox and adversarial fixtures call, so that their verdicts
 // stay those of a real capture. A symbol not here fails the candidate before it loads
 // (`cudart_unsupported`, runner_main.cpp).
