@@ -476,6 +476,7 @@ SHIM_API cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t count, c
   MemcpyImage& c = n.memcpy;
   c.src = reinterpret_cast<uint64_t>(src), c.dst = reinterpret_cast<uint64_t>(dst);
   c.width_bytes = count, c.height = 1, c.depth = 1;
+  c.src_pitch = c.dst_pitch = count, c.src_height = c.dst_height = 1;  // one row (1D)
   add_node(std::move(n));
   return cudaSuccess;
 }
@@ -657,11 +658,9 @@ SHIM_API cudaError_t cudaGetDriverEntryPoint(const char* symbol, void** fn, unsi
 
 // ------------------------------------------------------------------------- streams and events
 SHIM_API cudaError_t cudaStreamIsCapturing(cudaStream_t s, cudaStreamCaptureStatus* out) {
+  // The capture stream is non-blocking (as the context runner's), so the legacy stream has no
+  // implicit dependency on it: not capturing, no error.
   *out = is_capture(s) ? cudaStreamCaptureStatusActive : cudaStreamCaptureStatusNone;
-  if (st().capturing && is_legacy(s)) {  // querying the legacy stream during a global capture
-    invalidate("cudaStreamIsCapturing on the legacy stream");
-    return set_error(cudaErrorStreamCaptureImplicit);
-  }
   return cudaSuccess;
 }
 SHIM_API cudaError_t cudaStreamCreate(cudaStream_t* s) {

@@ -7,6 +7,8 @@
 //   2: cudaMalloc  3: cudaDeviceSynchronize  4: an event recorded and synchronized
 //   5: the launch on the legacy stream (another stream)  6: a host callback
 //   7: opens /dev/nvidia0 for writing  8: grid from the occupancy query (asks the worker)
+//   9: a device-to-device copy of 256 bytes from inputs[0] to outputs[0]
+//   10: a copy from host memory (a static array) to outputs[0]
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -29,6 +31,7 @@ __global__ void shim_b(float* out, long long n) {
 }
 
 static void host_fn(void*) {}
+static float host_table[64];
 
 extern "C" int kernelrl_launch(const kernelrl_args* args, void* stream_ptr) {
   cudaStream_t s = static_cast<cudaStream_t>(stream_ptr);
@@ -98,6 +101,12 @@ extern "C" int kernelrl_launch(const kernelrl_args* args, void* stream_ptr) {
       shim_b<<<blocks * sms, 128, 0, s>>>(out, n);
       break;
     }
+    case 9:
+      if (cudaMemcpyAsync(out, in, 256, cudaMemcpyDeviceToDevice, s) != cudaSuccess) return 6;
+      break;
+    case 10:
+      if (cudaMemcpyAsync(out, host_table, sizeof host_table, cudaMemcpyDefault, s) != cudaSuccess) return 7;
+      break;
     default: return 1;
   }
   return cudaGetLastError() == cudaSuccess ? 0 : 1;

@@ -5,7 +5,8 @@
 // compared with a reference derived by hand from the arguments the test passed: kernel names as
 // nvcc mangles them, launch shapes, parameter bytes (pointers, ints, a struct), a cluster launch
 // and a PDL (programmatic) edge, a memset node, and the verdicts of what a capture cannot hold
-// (the names the context runner gives: not_capturable, not_replayable), an occupancy query
+// (the names the context runner gives: not_capturable, not_replayable), a device-to-device copy
+// and a copy from host memory, an occupancy query
 // answered by "the worker" (this test), a runtime symbol the shim lacks (cudart_unsupported)
 // and a write open of /dev/nvidia0 (sandbox_violation, where the node exists). No GPU needed.
 // Its own small executable (no LibTorch): tests/CMakeLists.txt.
@@ -239,7 +240,7 @@ TEST_F(ShimCapture, WhatACaptureCannotHoldGetsTheContextRunnersVerdicts) {
     const char* error;
   };
   for (const Case c : {Case{2, "not_capturable"}, Case{3, "not_capturable"}, Case{4, "not_capturable"},
-                       Case{6, "not_replayable"}}) {
+                       Case{6, "not_replayable"}, Case{10, "not_replayable"}}) {
     auto r = loaded();
     auto j = r->request({{"op", "capture"}, {"args", args(c.mode, 64)}});
     EXPECT_EQ(j.value("error", ""), c.error) << "mode " << c.mode << ": " << j.dump();
@@ -250,6 +251,20 @@ TEST_F(ShimCapture, WhatACaptureCannotHoldGetsTheContextRunnersVerdicts) {
   auto j = r->request({{"op", "capture"}, {"args", args(5, 64)}});
   ASSERT_TRUE(j.contains("graph")) << j.dump();
   EXPECT_EQ(j["graph"]["nodes"].size(), 0u);
+}
+
+TEST_F(ShimCapture, DeviceToDeviceCopyIsAMemcpyNode) {
+  auto r = loaded();
+  auto j = r->request({{"op", "capture"}, {"args", args(9, 64)}});
+  ASSERT_TRUE(j.contains("graph")) << j.dump();
+  ASSERT_EQ(j["graph"]["nodes"].size(), 1u);
+  const auto& c = j["graph"]["nodes"][0];
+  EXPECT_EQ(c["type"], "memcpy");
+  EXPECT_EQ(c["src"], kIn);
+  EXPECT_EQ(c["dst"], kOut);
+  EXPECT_EQ(c["width_bytes"], 256);
+  EXPECT_EQ(c["height"], 1);
+  EXPECT_EQ(c["depth"], 1);
 }
 
 TEST_F(ShimCapture, OccupancyIsAskedOfTheWorker) {
