@@ -55,6 +55,9 @@ int main(int argc, char** argv) {
   RewardConfig cfg;
   cfg.backend = argc > 3 ? argv[3] : "auto";
   cfg.cache_dir = (dir / "cache").string();
+  // KERNELRL_BENCH_CAPTURE=shim: the context-free shim capture runner (reward.capture).
+  if (const char* c = std::getenv("KERNELRL_BENCH_CAPTURE"); c && *c) cfg.capture = c;
+  std::printf("reward.capture: %s\n", cfg.capture.c_str());
   Evaluator ev(cfg, dir / "results.sqlite");
   TaskSpec task = hgemm_task(m, nn, k, "nn");
   // Warm: start the worker and autotune the reference baseline once (not counted).

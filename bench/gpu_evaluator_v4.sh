@@ -10,6 +10,8 @@
 #   l2test    tests/gpu/test_reward_l2_gpu (the cold-L2 fixtures, the PDL pair) -> OUT/l2_tests.log
 #   tests     tests/gpu/test_reward_gpu (old adversarial and sandbox fixtures) -> OUT/gpu_tests.log
 #   usage: bash bench/gpu_evaluator_v4.sh OUT phases [N=240]
+#   PROTOS=v4-shim (or "v3 v4 v4-shim"): the bench with reward.capture: shim
+#   (KERNELRL_BENCH_CAPTURE=shim), the context-free capture runner.
 set -uo pipefail
 out=$1
 phases=$2
@@ -21,7 +23,7 @@ if [[ -z "${KERNELRL_CUTLASS_INCLUDE:-}" && -f .device/cutlass-include.tgz ]]; t
 fi
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.draw --format=csv,noheader
 date -u
-targets="kernelrl_eval_worker kernelrl_candidate_runner bench_evaluator"
+targets="kernelrl_eval_worker kernelrl_candidate_runner kernelrl_shim_runner bench_evaluator"
 build() {  # build SRC DIR TARGETS...
   local src=$1 dir=$2
   shift 2
@@ -43,6 +45,7 @@ if [[ ,$phases, == *,bench,* ]]; then
   for shape in ${SHAPES:-256x256x256 64x64x64}; do
     for proto in ${PROTOS:-v3 v4}; do
       if [[ $proto == v3 ]]; then envs="KERNELRL_TIMING_DIAG=v3,fixed_sets KERNELRL_L2_FLUSH=memset"; else envs=""; fi
+      if [[ $proto == v4-shim ]]; then envs="KERNELRL_BENCH_CAPTURE=shim"; fi
       echo "== $proto $shape"
       env $envs KERNELRL_BENCH_DUMP=/tmp/bench_src timeout ${BENCH_TIMEOUT:-200} /tmp/b-cur/bench/bench_evaluator "$n" "$shape" 2>&1 |
         grep -v "^20..-..-.. " | tee "$out/bench_${proto}_${shape%%x*}.log" | grep -E "wall|profile|ok|/"

@@ -136,6 +136,7 @@ struct Evaluator::Impl {
     };
     workers.push_back(std::make_unique<WorkerClient>(cfg.backend, first_device, silence, cache_dir / "logs"));
     workers[0]->set_sandbox(cfg.sandbox, scratch(first_device));
+    workers[0]->set_capture(cfg.capture);
     const WorkerInfo& info = workers[0]->info();
     backend = info.backend;
     device = info.device;
@@ -151,6 +152,7 @@ struct Evaluator::Impl {
       workers.push_back(std::make_unique<WorkerClient>(backend, backend == "gpu" ? first_device + i : 0,
                                                        silence, cache_dir / "logs"));
       workers.back()->set_sandbox(cfg.sandbox, scratch(first_device + i));
+      workers.back()->set_capture(cfg.capture);
     }
     for (auto& w : workers) w->set_quiet(cfg.quiet);
     include_dirs = resolve_include_dirs(cfg.include_dirs);

@@ -85,6 +85,11 @@ struct RewardConfig {
   // "sandbox: off (why)" when that is nothing); on: refuse to start without landlock and
   // seccomp; off: candidates run with the user's rights, behind the text screen only.
   std::string sandbox = "auto";
+  // How a GPU candidate's calls are captured (docs/sandbox.md, "The runner"): context (its runner
+  // creates a CUDA context and stream-captures: ~0.1-0.2 s of context per candidate, serialized
+  // host-wide) | shim (kernelrl_shim_runner: a CUDA runtime shim records the calls, no context,
+  // no GPU access for the candidate's host code). The host backend ignores it.
+  std::string capture = "context";
   // ---- optional extras for kept candidates ----
   bool ncu = false;                 // ncu --clock-control none metrics for passing candidates
   bool sanitizer = false;           // compute-sanitizer memcheck for passing candidates
@@ -146,6 +151,7 @@ struct RewardConfig {
     v.field("spare_runners", spare_runners, "candidate runners started while a batch compiles, per worker",
             cfg::in_closed(0, 256));
     v.field("sandbox", sandbox, "OS sandbox for candidates: auto | on | off", {"auto", "on", "off"});
+    v.field("capture", capture, "how a GPU candidate's calls are captured: context | shim", {"context", "shim"});
     v.field("ncu", ncu, "collect ncu metrics for passing candidates");
     v.field("sanitizer", sanitizer, "compute-sanitizer memcheck for passing candidates");
   }

@@ -69,6 +69,7 @@ void WorkerClient::start() {
   log_path_ = log_dir_ / ("worker-" + std::to_string(device_) + "-" + std::to_string(::getpid()) + ".log");
   std::vector<std::string> cmd = {find_worker_binary(), "--backend", backend_, "--device",
                                   std::to_string(device_), "--sandbox", sandbox_};
+  if (capture_ != "context") cmd.insert(cmd.end(), {"--capture", capture_});
   if (sandbox_ != "off") {  // a fresh scratch directory for every start
     std::error_code ec;
     fs::remove_all(scratch_dir_, ec);

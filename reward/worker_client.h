@@ -39,6 +39,8 @@ class WorkerClient {
     sandbox_ = std::move(mode);
     scratch_dir_ = std::move(scratch_dir);
   }
+  // reward.capture (context | shim): which runner captures candidates; at the next start.
+  void set_capture(std::string mode) { capture_ = std::move(mode); }
   void stop();
 
  private:
@@ -48,6 +50,7 @@ class WorkerClient {
   int device_;
   double silence_s_;
   std::filesystem::path log_dir_, log_path_, scratch_dir_;
+  std::string capture_ = "context";
   std::string sandbox_ = "off";
   ChildProcess proc_;
   WorkerInfo info_;

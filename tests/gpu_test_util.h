@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <string>
+
 #ifdef KERNELRL_HAVE_CUDA
 #include <cuda_runtime.h>
 #endif
@@ -17,6 +20,14 @@ inline bool have_cuda_device() {
 #else
   return false;
 #endif
+}
+
+// reward.capture for the GPU suites (docs/sandbox.md, "The runner"): KERNELRL_TEST_CAPTURE=shim
+// runs every evaluator they start with the shim capture runner, unset or `context` with the
+// context runner, so that the whole GPU suite runs in both modes.
+inline std::string test_capture() {
+  const char* e = std::getenv("KERNELRL_TEST_CAPTURE");
+  return e && *e ? e : "context";
 }
 
 }  // namespace kernelrl

@@ -54,19 +54,32 @@ struct Candidate::Prepared {};
 
 Candidate::Candidate(Backend& be, Runner& runner, const std::string& so, double timeout_s)
     : be_(be), runner_(runner), timeout_s_(timeout_s) {
-  {
-    ProfScope p("runner_start_load");
-    runner_.start(so, timeout_s_);
-  }
 #ifdef KERNELRL_HAVE_CUDA
-  if (be_.gpu()) {
+  auto load_module = [&] {
     ProfScope p("fatbin_load");
     try {
       module_ = std::make_unique<Module>(so);
     } catch (const std::exception& e) {
       fail("load", e.what(), "load_error");
     }
+  };
+  if (be_.gpu() && runner_.capture_mode() == "shim") {
+    // Shim capture (cudart_shim.h): the device code first, so that the runner, which has no
+    // CUDA context, can ask this context about its kernels while it captures.
+    load_module();
+    static const nlohmann::json device_table = shim_device_table();  // one device per worker
+    ProfScope p("runner_start_load");
+    runner_.start(so, timeout_s_, device_table,
+                  [this](const nlohmann::json& q) { return answer_shim_query(q, module_->module); });
+    return;
   }
+#endif
+  {
+    ProfScope p("runner_start_load");
+    runner_.start(so, timeout_s_);
+  }
+#ifdef KERNELRL_HAVE_CUDA
+  if (be_.gpu()) load_module();
 #endif
 }
 

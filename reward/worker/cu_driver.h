@@ -18,7 +18,8 @@ namespace kernelrl::worker {
   X(cuGraphAddMemsetNode) X(cuGraphAddMemcpyNode) X(cuGraphAddEmptyNode)                     \
   X(cuGraphAddDependencies) X(cuGraphAddChildGraphNode) X(cuGraphInstantiateWithFlags)       \
   X(cuGraphExecDestroy) X(cuGraphLaunch) X(cuStreamGetCaptureInfo)                           \
-  X(cuStreamUpdateCaptureDependencies)
+  X(cuStreamUpdateCaptureDependencies) X(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags)   \
+  X(cuOccupancyMaxActiveClusters) X(cuTensorMapEncodeTiled)
 
 // Member names are the functions' names as cuda.h defines them (versioned where it maps a name
 // to a newer ABI, e.g. cuGraphKernelNodeGetParams_v2), so `cu().cuGraphGetNodes(...)` reads like

@@ -1,5 +1,7 @@
 #include "reward/worker/graph_cuda.h"
 
+#include <cuda_runtime_api.h>
+
 #include <cstring>
 #include <unordered_map>
 
@@ -190,6 +192,125 @@ CUfunction CandidateModule::function(const std::string& name) {
     if (cu().cuModuleGetFunction(&f, m, name.c_str()) == CUDA_SUCCESS) break;
   functions_[name] = f;
   return f;
+}
+
+nlohmann::json shim_device_table() {
+  int dev = 0;
+  cudaDeviceProp p{};
+  if (cudaGetDevice(&dev) != cudaSuccess || cudaGetDeviceProperties(&p, dev) != cudaSuccess)
+    throw std::runtime_error("shim table: cannot read the device's properties");
+  static const char* kHexDigits = "0123456789abcdef";
+  std::string props;
+  for (size_t i = 0; i < sizeof p; ++i) {
+    const auto b = reinterpret_cast<const uint8_t*>(&p)[i];
+    props += kHexDigits[b >> 4];
+    props += kHexDigits[b & 15];
+  }
+  nlohmann::json attrs = nlohmann::json::object(), limits = nlohmann::json::object();
+  for (int a = 1; a < static_cast<int>(cudaDevAttrMax); ++a) {
+    int v = 0;
+    if (cudaDeviceGetAttribute(&v, static_cast<cudaDeviceAttr>(a), dev) == cudaSuccess) attrs[std::to_string(a)] = v;
+  }
+  for (cudaLimit l : {cudaLimitStackSize, cudaLimitPrintfFifoSize, cudaLimitMallocHeapSize,
+                      cudaLimitDevRuntimeSyncDepth, cudaLimitDevRuntimePendingLaunchCount,
+                      cudaLimitMaxL2FetchGranularity, cudaLimitPersistingL2CacheSize}) {
+    size_t v = 0;
+    if (cudaDeviceGetLimit(&v, l) == cudaSuccess) limits[std::to_string(static_cast<int>(l))] = v;
+  }
+  cudaGetLastError();  // attributes this device lacks
+  int driver = 0, runtime = 0;
+  cudaDriverGetVersion(&driver);
+  cudaRuntimeGetVersion(&runtime);
+  return {{"device",
+           {{"props", props}, {"attrs", attrs}, {"limits", limits}, {"driver_version", driver},
+            {"runtime_version", runtime}}},
+          {"kernels", nlohmann::json::object()}};
+}
+
+namespace {
+
+// The candidate's function attributes as the shim recorded them (CU_FUNC_ATTRIBUTE_* 0..15),
+// applied to the worker's copy before an occupancy query: build_graph applies the described
+// ones again before anything runs.
+CUfunction function_with_attrs(const nlohmann::json& q, CandidateModule& module) {
+  CUfunction f = module.function(q.at("kernel").get<std::string>());
+  if (!f) throw std::runtime_error("no such kernel");
+  const auto a = q.at("attrs").get<std::vector<int>>();
+  for (CUfunction_attribute settable :
+       {CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT,
+        CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE})
+    if (static_cast<size_t>(settable) < a.size() && a[settable] >= 0) cu().cuFuncSetAttribute(f, settable, a[settable]);
+  return f;
+}
+
+}  // namespace
+
+nlohmann::json answer_shim_query(const nlohmann::json& q, CandidateModule& module) {
+  const std::string what = q.at("query").get<std::string>();
+  if (what == "kernel") {
+    CUfunction f = module.function(q.at("name").get<std::string>());
+    if (!f) return {{"known", false}};
+    nlohmann::json params = nlohmann::json::array();
+    for (size_t i = 0;; ++i) {
+      size_t off = 0, size = 0;
+      CUresult r = cu().cuFuncGetParamInfo(f, i, &off, &size);
+      if (r == CUDA_ERROR_INVALID_VALUE) break;
+      need(r, "reading a kernel's parameter layout");
+      params.push_back({off, size});
+    }
+    std::vector<int> attrs(16, 0);
+    for (int a = 0; a < 16; ++a)
+      if (cu().cuFuncGetAttribute(&attrs[a], static_cast<CUfunction_attribute>(a), f) != CUDA_SUCCESS) attrs[a] = 0;
+    return {{"known", true}, {"params", params}, {"attrs", attrs}};
+  }
+  if (what == "occupancy_blocks") {
+    CUfunction f = function_with_attrs(q, module);
+    int n = 0;
+    const CUresult r = cu().cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
+        &n, f, q.at("block").get<int>(), q.at("smem").get<size_t>(), q.at("flags").get<unsigned>());
+    return {{"result", static_cast<int>(r)}, {"value", n}};
+  }
+  if (what == "occupancy_clusters") {
+    CUfunction f = function_with_attrs(q, module);
+    const auto grid = q.at("grid").get<std::vector<unsigned>>(), block = q.at("block").get<std::vector<unsigned>>(),
+               cluster = q.at("cluster").get<std::vector<unsigned>>();
+    if (grid.size() != 3 || block.size() != 3 || cluster.size() != 3) throw std::runtime_error("bad dims");
+    CUlaunchAttribute attr{};
+    attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    attr.value.clusterDim.x = cluster[0], attr.value.clusterDim.y = cluster[1], attr.value.clusterDim.z = cluster[2];
+    CUlaunchConfig cfg{};
+    cfg.gridDimX = grid[0], cfg.gridDimY = grid[1], cfg.gridDimZ = grid[2];
+    cfg.blockDimX = block[0], cfg.blockDimY = block[1], cfg.blockDimZ = block[2];
+    cfg.sharedMemBytes = q.at("smem").get<unsigned>();
+    cfg.attrs = &attr, cfg.numAttrs = 1;
+    int n = 0;
+    const CUresult r = cu().cuOccupancyMaxActiveClusters(&n, f, &cfg);
+    return {{"result", static_cast<int>(r)}, {"value", n}};
+  }
+  if (what == "tensor_map") {
+    const auto dims = q.at("dims").get<std::vector<cuuint64_t>>(), strides = q.at("strides").get<std::vector<cuuint64_t>>();
+    const auto box = q.at("box").get<std::vector<cuuint32_t>>(), es = q.at("elem_strides").get<std::vector<cuuint32_t>>();
+    const size_t rank = dims.size();
+    if (rank == 0 || rank > 5 || strides.size() != rank - 1 || box.size() != rank || es.size() != rank)
+      throw std::runtime_error("bad tensor map rank");
+    CUtensorMap map{};
+    const CUresult r = cu().cuTensorMapEncodeTiled(
+        &map, static_cast<CUtensorMapDataType>(q.at("type").get<int>()), static_cast<cuuint32_t>(rank),
+        reinterpret_cast<void*>(q.at("address").get<uint64_t>()), dims.data(), strides.data(), box.data(), es.data(),
+        static_cast<CUtensorMapInterleave>(q.at("interleave").get<int>()),
+        static_cast<CUtensorMapSwizzle>(q.at("swizzle").get<int>()),
+        static_cast<CUtensorMapL2promotion>(q.at("l2").get<int>()),
+        static_cast<CUtensorMapFloatOOBfill>(q.at("fill").get<int>()));
+    std::string hexmap;
+    static const char* kHexDigits = "0123456789abcdef";
+    for (size_t i = 0; i < sizeof map; ++i) {
+      const auto b = reinterpret_cast<const uint8_t*>(&map)[i];
+      hexmap += kHexDigits[b >> 4];
+      hexmap += kHexDigits[b & 15];
+    }
+    return {{"result", static_cast<int>(r)}, {"map", hexmap}};
+  }
+  throw std::runtime_error("unknown query " + what);
 }
 
 CUgraph build_graph(const GraphImage& image, CandidateModule& module) {

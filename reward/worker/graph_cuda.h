@@ -6,6 +6,8 @@
 
 #include <cuda.h>
 
+#include <nlohmann/json.hpp>
+
 #include <filesystem>
 #include <map>
 #include <string>
@@ -32,6 +34,16 @@ class CandidateModule {
   std::vector<CUmodule> modules_;
   std::map<std::string, CUfunction> functions_;
 };
+
+// Worker side of the shim capture (reward.capture: shim, cudart_shim.h). The device table the
+// shim answers device queries from (this context's properties, attributes, limits, versions).
+nlohmann::json shim_device_table();
+// The answer to a query the shim runner asks while it captures (cudart_shim.h): "kernel" (a
+// kernel's parameter layout and attributes, {"known":false} for a name not in the candidate's
+// code), "occupancy_blocks", "occupancy_clusters" (on the worker's copy of the kernel, with the
+// function attributes the candidate set) and "tensor_map" (cuTensorMapEncodeTiled: host-side
+// encoding, no memory touched). Throws std::runtime_error on a malformed query.
+nlohmann::json answer_shim_query(const nlohmann::json& q, CandidateModule& module);
 
 // Worker side: a graph (owned by the caller, cuGraphDestroy) that runs what `image` describes
 // with the candidate's own kernels. Throws NotReplayable for a kernel that is not in the

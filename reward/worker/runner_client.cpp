@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -153,17 +154,19 @@ ArenaScope::~ArenaScope() {
 }
 
 // ------------------------------------------------------------------------------ Runner
-std::string find_runner_binary() {
-  if (const char* e = std::getenv("KERNELRL_CANDIDATE_RUNNER"); e && *e) return e;
+std::string find_runner_binary(const std::string& capture) {
+  const bool shim = capture == "shim";
+  const char* env = shim ? "KERNELRL_SHIM_RUNNER" : "KERNELRL_CANDIDATE_RUNNER";
+  const char* name = shim ? "kernelrl_shim_runner" : "kernelrl_candidate_runner";
+  if (const char* e = std::getenv(env); e && *e) return e;
   std::error_code ec;
   fs::path self = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec && fs::exists(self.parent_path() / "kernelrl_candidate_runner"))
-    return (self.parent_path() / "kernelrl_candidate_runner").string();
+  if (!ec && fs::exists(self.parent_path() / name)) return (self.parent_path() / name).string();
 #ifdef KERNELRL_RUNNER_BIN
-  if (fs::exists(KERNELRL_RUNNER_BIN)) return KERNELRL_RUNNER_BIN;
+  if (!shim && fs::exists(KERNELRL_RUNNER_BIN)) return KERNELRL_RUNNER_BIN;
 #endif
-  throw std::runtime_error("the candidate runner kernelrl_candidate_runner was not found (build it, or set "
-                           "KERNELRL_CANDIDATE_RUNNER)");
+  throw std::runtime_error(std::string("the candidate runner ") + name + " was not found (build it, or set " + env +
+                           ")");
 }
 
 nlohmann::json args_json(const kernelrl_args& a) {
@@ -207,7 +210,7 @@ void Runner::spawn() {
 void Runner::launch() {
   stop();
   const bool own_gpu = o_.backend == "gpu" && !o_.visible_devices.empty();
-  std::vector<std::string> cmd = {find_runner_binary(), "--backend", o_.backend, "--device",
+  std::vector<std::string> cmd = {find_runner_binary(o_.backend == "gpu" ? o_.capture : "context"), "--backend", o_.backend, "--device",
                                   std::to_string(own_gpu ? 0 : o_.device), "--sandbox", o_.sandbox};
   std::vector<std::string> env;
   if (own_gpu) env.push_back("CUDA_VISIBLE_DEVICES=" + o_.visible_devices);
@@ -317,7 +320,31 @@ nlohmann::json Runner::request(nlohmann::json req, double timeout_s) {
   }
   std::string line;
   const double grace = req.value("op", "") == "load" ? kLoadGraceS : kRequestGraceS;
-  const auto st = proc_.read_line(line, timeout_s + grace);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s + grace);
+  auto left_s = [&] {
+    return std::max(0.0, std::chrono::duration<double>(deadline - std::chrono::steady_clock::now()).count());
+  };
+  auto st = proc_.read_line(line, left_s());
+  // A shim runner's queries (cudart_shim.h) carry the request's id; each is answered from the
+  // worker's own context and the runner goes on (the request's deadline holds for all of it).
+  while (st == ChildProcess::ReadStatus::line && on_query_) {
+    auto q = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (!q.is_object() || !q.contains("query") || !q.contains("id") || !q["id"].is_number_unsigned() ||
+        q["id"].get<uint64_t>() != id)
+      break;
+    nlohmann::json answer;
+    try {
+      answer = on_query_(q["query"]);
+    } catch (const std::exception& e) {
+      answer = {{"result", 1}, {"error", e.what()}};
+    }
+    try {
+      proc_.write_line(nlohmann::json{{"id", id}, {"answer", answer}}.dump());
+    } catch (const std::exception&) {
+      died(what);
+    }
+    st = proc_.read_line(line, left_s());
+  }
   pause();
   if (st == ChildProcess::ReadStatus::timeout) {
     stop();
@@ -345,7 +372,7 @@ nlohmann::json Runner::request(nlohmann::json req, double timeout_s) {
   if (j.contains("error")) {
     const std::string check = j["error"].is_string() ? j["error"].get<std::string>() : "runner";
     const std::string reason = j.value("reason", "");
-    if (check == "load_error") fail(check, reason, "load_error");
+    if (check == "load_error" || check == "cudart_unsupported") fail(check, reason, "load_error");
     if (check == "nonzero_return" || check == "launch_failed") fail(check, reason, "launch_error");
     if (check == "device_state") fail(check, reason, "reward_hack");
     if (check == "runner") throw std::runtime_error("candidate runner: " + reason);
@@ -354,12 +381,16 @@ nlohmann::json Runner::request(nlohmann::json req, double timeout_s) {
   return j;
 }
 
-void Runner::start(const std::string& so, double timeout_s) {
+void Runner::start(const std::string& so, double timeout_s, const nlohmann::json& table,
+                   std::function<nlohmann::json(const nlohmann::json&)> on_query) {
   if (used_) throw std::logic_error("a candidate runner takes one candidate");
   if (!ready()) spawn();
   ready_ = false;
   used_ = true;
-  request({{"op", "load"}, {"so", so}}, timeout_s);
+  on_query_ = std::move(on_query);
+  nlohmann::json req = {{"op", "load"}, {"so", so}};
+  if (!table.is_null()) req["table"] = table;
+  request(std::move(req), timeout_s);
 }
 
 GraphImage Runner::capture(const kernelrl_args& a, double timeout_s) {

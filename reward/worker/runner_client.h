@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <random>
 #include <string>
@@ -65,6 +66,10 @@ struct RunnerOptions {
   // device 0 (Backend::child_visible_devices).
   std::string visible_devices;
   std::string sandbox = "auto";           // reward.sandbox
+  // reward.capture: context (kernelrl_candidate_runner, a CUDA context of its own) | shim
+  // (kernelrl_shim_runner: no context, cudart_shim.h; the load carries the worker's table and the
+  // runner may ask queries while it captures).
+  std::string capture = "context";
   std::filesystem::path scratch;          // the runner's one writable directory, fresh per start
   std::filesystem::path log_path;         // the runner's stderr
   bool remove_log = false;                // the runner's own log, removed with it (spares)
@@ -79,7 +84,10 @@ class Runner {
   // one). The candidate's static initializers run here: what they do is a verdict
   // (CheckFailure: load_error, sandbox_violation, crash, hang, reward_hack). One candidate per
   // runner: a runner that held one is never given another.
-  void start(const std::string& so, double timeout_s);
+  // Shim capture: `table` (shim_device_table) goes with the load, and `on_query` answers what the
+  // runner asks while it captures (answer_shim_query); both unused by a context runner.
+  void start(const std::string& so, double timeout_s, const nlohmann::json& table = nullptr,
+             std::function<nlohmann::json(const nlohmann::json&)> on_query = {});
   // A spare (Harness::prepare_spares): launch() starts the process, which creates its CUDA
   // context and installs its sandbox; await_ready() reads its ready line and holds it stopped.
   // Between the two the worker goes on, so several spares start at once.
@@ -96,6 +104,7 @@ class Runner {
   void call(const std::vector<kernelrl_args>& calls, double timeout_s);
   void stop();
   bool running() const { return proc_.running(); }
+  const std::string& capture_mode() const { return o_.capture; }
 
  private:
   void spawn();
@@ -112,12 +121,14 @@ class Runner {
   bool exited_ = false;          // it ended while being stopped; last_status_ says how
   int last_status_ = 0;
   nlohmann::json ready_sandbox_;  // the sandbox the last start reported
+  std::function<nlohmann::json(const nlohmann::json&)> on_query_;
 };
 
 // kernelrl_args as the runner reads them.
 nlohmann::json args_json(const kernelrl_args& a);
 
-// The runner executable: $KERNELRL_CANDIDATE_RUNNER, else beside this worker's executable.
-std::string find_runner_binary();
+// The runner executable: $KERNELRL_CANDIDATE_RUNNER, else beside this worker's executable
+// (capture "shim": $KERNELRL_SHIM_RUNNER, else kernelrl_shim_runner there).
+std::string find_runner_binary(const std::string& capture = "context");
 
 }  // namespace kernelrl::worker

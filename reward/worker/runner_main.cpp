@@ -17,6 +17,13 @@
 //   {"op":"exit"}
 // A failure answers {"id":ID,"error":CHECK,"reason":WHY}. ARGS: {"inputs":[addr..],
 // "outputs":[addr..],"dims":[..],"workspace":addr,"workspace_bytes":n}.
+//
+// Built twice. kernelrl_candidate_runner (reward.capture: context) creates a CUDA context and
+// captures with the real runtime. kernelrl_shim_runner (reward.capture: shim, KERNELRL_SHIM_RUNNER)
+// links cudart_shim.h's libcudart.so.13 instead: no CUDA context, no GPU (the sandbox denies
+// /dev/nvidia* and threads); its load request carries the worker's table
+// ({"op":"load","so":PATH,"table":TABLE}), and while it captures it may ask the worker what the
+// table cannot answer: {"id":ID,"query":Q} -> {"id":ID,"answer":A} (occupancy, TMA descriptors).
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -43,6 +50,14 @@
 #include <cuda_runtime.h>
 
 #include "reward/worker/graph_cuda.h"
+#endif
+#ifdef KERNELRL_SHIM_RUNNER
+#include <elf.h>
+
+#include <fstream>
+#include <set>
+
+#include "reward/worker/cudart_shim.h"
 #endif
 
 using namespace kernelrl::worker;
@@ -78,6 +93,65 @@ kernelrl_args args_from_json(const nlohmann::json& j) {
 nlohmann::json failure(const nlohmann::json& id, const std::string& check, const std::string& why) {
   return {{"id", id}, {"error", check}, {"reason", why}};
 }
+
+#ifdef KERNELRL_SHIM_RUNNER
+// The CUDA runtime symbols the candidate's library needs that the shim does not export (read from
+// its dynamic symbol table before it is loaded, so none of its code has run).
+std::vector<std::string> unsupported_cudart(const std::string& so) {
+  std::ifstream in(so, std::ios::binary);
+  std::string b((std::istreambuf_iterator<char>(in)), {});
+  auto fits = [&](uint64_t off, uint64_t n) { return off <= b.size() && n <= b.size() - off; };
+  if (!fits(0, sizeof(Elf64_Ehdr))) throw std::runtime_error("not an ELF file");
+  Elf64_Ehdr eh;
+  std::memcpy(&eh, b.data(), sizeof eh);
+  if (std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64)
+    throw std::runtime_error("not a 64-bit ELF file");
+  if (!fits(eh.e_shoff, uint64_t{eh.e_shnum} * sizeof(Elf64_Shdr))) throw std::runtime_error("bad section table");
+  std::vector<Elf64_Shdr> sh(eh.e_shnum);
+  std::memcpy(sh.data(), b.data() + eh.e_shoff, sh.size() * sizeof(Elf64_Shdr));
+  const std::set<std::string> have(kernelrl::worker::shim::exported_symbols().begin(),
+                                   kernelrl::worker::shim::exported_symbols().end());
+  std::set<std::string> missing;
+  for (const auto& s : sh) {
+    if (s.sh_type != SHT_DYNSYM || s.sh_link >= sh.size()) continue;
+    const auto& str = sh[s.sh_link];
+    if (!fits(s.sh_offset, s.sh_size) || !fits(str.sh_offset, str.sh_size)) throw std::runtime_error("bad symbol table");
+    for (uint64_t off = 0; off + sizeof(Elf64_Sym) <= s.sh_size; off += sizeof(Elf64_Sym)) {
+      Elf64_Sym sym;
+      std::memcpy(&sym, b.data() + s.sh_offset + off, sizeof sym);
+      if (sym.st_shndx != SHN_UNDEF || sym.st_name >= str.sh_size) continue;
+      const char* name = b.data() + str.sh_offset + sym.st_name;
+      const std::string n(name, strnlen(name, str.sh_size - sym.st_name));
+      if ((n.rfind("cuda", 0) == 0 || n.rfind("__cuda", 0) == 0) && !have.count(n)) missing.insert(n);
+    }
+  }
+  return {missing.begin(), missing.end()};
+}
+
+// A question the table cannot answer, asked of the worker mid-capture on the channel.
+nlohmann::json g_request_id;
+nlohmann::json ask_worker(const nlohmann::json& q) {
+  send({{"id", g_request_id}, {"query", q}});
+  std::string line;
+  if (!std::getline(std::cin, line)) throw std::runtime_error("the worker went away");
+  auto a = nlohmann::json::parse(line);
+  if (a.value("id", nlohmann::json()) != g_request_id || !a.contains("answer"))
+    throw std::runtime_error("the worker did not answer the query");
+  return a.at("answer");
+}
+
+nlohmann::json capture(LaunchFn fn, const nlohmann::json& req) {
+  namespace shim = kernelrl::worker::shim;
+  const auto& id = req.at("id");
+  g_request_id = id;
+  kernelrl_args a = args_from_json(req.at("args"));
+  shim::begin_capture();
+  const int rc = fn(&a, shim::capture_stream());
+  shim::Captured c = shim::end_capture(rc);
+  if (!c.check.empty()) return failure(id, c.check, c.reason);
+  return {{"id", id}, {"graph", to_json(c.graph)}};
+}
+#endif
 
 #ifdef KERNELRL_HAVE_CUDA
 cudaStream_t g_stream = nullptr;
@@ -179,7 +253,9 @@ int main(int argc, char** argv) {
         throw std::runtime_error(std::string("cannot map the shared arena at its address: ") + std::strerror(errno));
       ::close(arena_fd);  // the mapping stays; the candidate cannot resize what it cannot name
     } else {
-#ifdef KERNELRL_HAVE_CUDA
+#if defined(KERNELRL_SHIM_RUNNER)
+      (void)device;  // no CUDA context: the worker's table answers for its device
+#elif defined(KERNELRL_HAVE_CUDA)
       if (cudaSetDevice(device) != cudaSuccess || cudaFree(nullptr) != cudaSuccess ||
           cudaStreamCreateWithFlags(&g_stream, cudaStreamNonBlocking) != cudaSuccess)
         throw std::runtime_error("no CUDA context on device " + std::to_string(device));
@@ -197,7 +273,12 @@ int main(int argc, char** argv) {
 
   SandboxStatus sandbox;
   try {
+#ifdef KERNELRL_SHIM_RUNNER
+    // No driver here, so nothing starts threads, and the candidate's host code gets no GPU.
+    sandbox = install_sandbox(sandbox_mode, scratch, proto, /*deny_threads=*/true, /*deny_gpu=*/true);
+#else
     sandbox = install_sandbox(sandbox_mode, scratch, proto, /*deny_threads=*/backend == "host");
+#endif
   } catch (const std::exception& e) {
     send({{"ready", false}, {"error", e.what()}});
     return 1;
@@ -222,6 +303,19 @@ int main(int argc, char** argv) {
     if (op == "exit") break;
     try {
       if (op == "load") {
+#ifdef KERNELRL_SHIM_RUNNER
+        g_request_id = id;
+        kernelrl::worker::shim::set_table(req.at("table"));
+        kernelrl::worker::shim::set_query(ask_worker);
+        if (auto missing = unsupported_cudart(req.at("so").get<std::string>()); !missing.empty()) {
+          std::string list;
+          for (const auto& m : missing) list += (list.empty() ? "" : ", ") + m;
+          send(failure(id, "cudart_unsupported",
+                       "the candidate needs CUDA runtime functions the evaluator's capture does not provide: " +
+                           list));
+          continue;
+        }
+#endif
         void* h = dlopen(req.at("so").get<std::string>().c_str(), RTLD_NOW | RTLD_LOCAL);
         if (!h) {
           const char* e = dlerror();
@@ -245,7 +339,7 @@ int main(int argc, char** argv) {
         }
         send(rc ? failure(id, "nonzero_return", "kernelrl_launch returned " + std::to_string(rc))
                 : nlohmann::json{{"id", id}, {"done", true}});
-#ifdef KERNELRL_HAVE_CUDA
+#if defined(KERNELRL_HAVE_CUDA) || defined(KERNELRL_SHIM_RUNNER)
       } else if (op == "capture" && backend != "host") {
         send(capture(fn, req));
 #endif

@@ -68,9 +68,11 @@ struct RulesetAttr {  // landlock_ruleset_attr as of ABI 6; older kernels accept
   throw std::runtime_error(what + ": " + std::strerror(errno));
 }
 
-// Confines this thread: writes only beneath `scratch` and to harmless or GPU device nodes.
-// Returns the ruleset (kept open so that other threads can confine themselves later).
-int enforce_landlock(int abi, const std::string& scratch) {
+// Confines this thread: writes only beneath `scratch` and to harmless device nodes, and to the
+// GPU's (/dev/nvidia*) unless `deny_gpu` (the shim runner, which has no CUDA context: its
+// candidate's host code gets no GPU at all). Returns the ruleset (kept open so that other
+// threads can confine themselves later).
+int enforce_landlock(int abi, const std::string& scratch, bool deny_gpu) {
   uint64_t fs =
       LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_REMOVE_DIR |
       LANDLOCK_ACCESS_FS_REMOVE_FILE | LANDLOCK_ACCESS_FS_MAKE_CHAR | LANDLOCK_ACCESS_FS_MAKE_DIR |
@@ -95,7 +97,8 @@ int enforce_landlock(int abi, const std::string& scratch) {
   const uint64_t device = LANDLOCK_ACCESS_FS_WRITE_FILE | kFsTruncate | kFsIoctlDev;
   for (const char* d : {"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"})
     allow(d, device);
-  if (DIR* dev = opendir("/dev")) {  // the CUDA driver may open its nodes after start-up
+  DIR* dev = deny_gpu ? nullptr : opendir("/dev");
+  if (dev) {  // the CUDA driver may open its nodes after start-up
     while (const dirent* e = readdir(dev))
       if (std::strncmp(e->d_name, "nvidia", 6) == 0)
         allow(std::string("/dev/") + e->d_name, device);
@@ -421,7 +424,7 @@ void enforce_seccomp(int report_fd, bool confine_writes, bool deny_threads) {
 }  // namespace
 
 SandboxStatus install_sandbox(const std::string& mode, const std::string& scratch, int report_fd,
-                              bool deny_threads) {
+                              bool deny_threads, bool deny_gpu) {
   SandboxStatus st;
   if (mode == "off") {
     st.summary = "off (reward.sandbox: off)";
@@ -457,7 +460,7 @@ SandboxStatus install_sandbox(const std::string& mode, const std::string& scratc
 #if defined(__x86_64__)
   if (no_landlock.empty()) {
     try {
-      g.ruleset = enforce_landlock(static_cast<int>(abi), scratch);
+      g.ruleset = enforce_landlock(static_cast<int>(abi), scratch, deny_gpu);
       t_confined = true;
       st.landlock_abi = static_cast<int>(abi);
     } catch (const std::runtime_error& e) {
@@ -478,7 +481,7 @@ SandboxStatus install_sandbox(const std::string& mode, const std::string& scratc
   (void)report_fd;
   (void)deny_threads;
   try {
-    enforce_landlock(static_cast<int>(abi), scratch);
+    enforce_landlock(static_cast<int>(abi), scratch, deny_gpu);
     st.landlock_abi = static_cast<int>(abi);
   } catch (const std::runtime_error& e) {
     no_landlock = e.what();

@@ -26,8 +26,10 @@ struct SandboxStatus {
 // seccomp both install) | off. `scratch`: the one writable directory (must exist; TMPDIR is set
 // to it). `report_fd`: where a violation's result line goes. `deny_threads`: starting a thread is
 // a violation too (the host backend's runner: nothing in it starts threads once it is up, and
-// the screen is otherwise the only guard; a GPU runner's CUDA driver starts its own).
+// the screen is otherwise the only guard; a GPU runner's CUDA driver starts its own; the shim
+// runner has no driver). `deny_gpu`: no write opens of /dev/nvidia* and, with landlock ABI 5+, no
+// ioctl on them (the shim runner: no CUDA context, so no GPU access for the candidate's host code).
 SandboxStatus install_sandbox(const std::string& mode, const std::string& scratch, int report_fd,
-                              bool deny_threads = false);
+                              bool deny_threads = false, bool deny_gpu = false);
 
 }  // namespace kernelrl::worker

@@ -11,6 +11,7 @@
 // start (its CUDA context) is not paid before each candidate.
 //
 //   kernelrl_eval_worker [--backend auto|gpu|host] [--device N] [--sandbox auto|on|off --scratch DIR]
+//                        [--capture context|shim]
 //   kernelrl_eval_worker --run-once SO --task JSON [--calls N] [--backend ...] [--device N]
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -77,7 +78,8 @@ int main(int argc, char** argv) {
   // (CMakeLists.txt), where a file-scope using-directive would reach the files after this one
   // (kernelrl::worker::Backend against c10::Backend in LibTorch's headers).
   using namespace kernelrl::worker;
-  std::string backend_name = "auto", run_once_so, task_json, sandbox_mode = "auto", scratch;
+  std::string backend_name = "auto", run_once_so, task_json, sandbox_mode = "auto", scratch,
+              capture = "context";
   int device = 0, calls = 3;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -94,6 +96,7 @@ int main(int argc, char** argv) {
     else if (a == "--task") task_json = next();
     else if (a == "--calls") calls = std::stoi(next());
     else if (a == "--sandbox") sandbox_mode = next();
+    else if (a == "--capture") capture = next();
     else if (a == "--scratch") scratch = next();
     else {
       std::fprintf(stderr, "kernelrl_eval_worker: unknown argument %s\n", a.c_str());
@@ -117,6 +120,7 @@ int main(int argc, char** argv) {
   runner.device = device;
   runner.visible_devices = backend->child_visible_devices();
   runner.sandbox = sandbox_mode;
+  runner.capture = capture;  // reward.capture
   runner.scratch = scratch.empty() ? std::filesystem::temp_directory_path() /
                                          ("kernelrl-runner-" + std::to_string(getpid()))
                                    : std::filesystem::path(scratch);

@@ -51,6 +51,7 @@ struct Case {
 RewardConfig gpu_config(const testing::ScratchDir& dir) {
   RewardConfig cfg;
   cfg.backend = "gpu";
+  cfg.capture = test_capture();  // KERNELRL_TEST_CAPTURE
   cfg.baseline = "cublas-nn";  // no autotuning: this test checks correctness, not speed
   cfg.cache_dir = (dir / "cache").string();
   cfg.seeds = 2;

@@ -40,6 +40,7 @@ std::string fixture(const std::string& name) {
 RewardConfig gpu_config(const testing::ScratchDir& dir) {
   RewardConfig cfg;
   cfg.backend = "gpu";
+  cfg.capture = test_capture();  // KERNELRL_TEST_CAPTURE
   cfg.cache_dir = (dir / "cache").string();
   cfg.call_timeout_s = 3;
   return cfg;

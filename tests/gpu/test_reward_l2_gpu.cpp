@@ -57,6 +57,7 @@ struct ColdTimes {
 ColdTimes cold_times(const testing::ScratchDir& dir, const std::string& label, int64_t n, int run) {
   RewardConfig cfg;
   cfg.backend = "gpu";
+  cfg.capture = test_capture();  // KERNELRL_TEST_CAPTURE
   cfg.cache_dir = (dir / "cache").string();
   cfg.call_timeout_s = 3;
   Evaluator ev(cfg, dir / ("results-" + label + ".sqlite"));
@@ -109,6 +110,7 @@ TEST(RewardL2Gpu, PdlOverlapsItsOwnKernelsNotThePreviousCall) {
   testing::ScratchDir dir;
   RewardConfig cfg;
   cfg.backend = "gpu";
+  cfg.capture = test_capture();  // KERNELRL_TEST_CAPTURE
   cfg.cache_dir = (dir / "cache").string();
   cfg.call_timeout_s = 3;
   Evaluator ev(cfg, dir / "results.sqlite");
