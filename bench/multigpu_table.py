@@ -132,8 +132,10 @@ def table(root, gpus, runs, rl_config, date):
                      f"| {fmt(r['step_s'], '.1f')} | {fmt(r['steps_per_s'], '.4f')} | {fmt(r['samples_per_s'], '.2f')} "
                      f"| {ratio} | {verdict or 'n/a'} | {fmt(r['samples_per_s_mean'], '.2f')} | {split} "
                      f"| {fmt(r['compiled'], '.0%')} | {r['updates']} | {guard} |")
-    lines += ["", "Steps measured: those after the first (exemplar seeding); the medians leave out the "
-              "occasional step that seeds a new task's pool, the mean step keeps it. Scaling: weak = "
+    lines += ["", "Steps measured: those after the first (a warm-up; before issue 40's seeding ahead it "
+              "seeded the exemplar pools, and prompts_s of older runs holds the occasional step that "
+              "seeds a new task's pool: the medians leave it out, the mean step keeps it; seeding in "
+              "step is seed_s, 0 since seeding ahead). Scaling: weak = "
               "samples/s at N x the prompts over 1 GPU's, strong = steps/s at 1 GPU's global batch over "
               "1 GPU's. Split: each phase's median over the measured steps on rank 0 (runner starts are "
               "within time, summed over the rank's runners; wait is rank 0 waiting for the others' "
