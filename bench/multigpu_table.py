@@ -10,7 +10,8 @@ prompts: weak scaling); rl1 is the reference. A run's metrics are ROOT/RUN/metri
 directory) or ROOT/RUN_metrics.jsonl (the copies gpu_multigpu.sh leaves in OUT_DIR, as in
 docs/data/rl_scaling_*). Pretraining rows come from ROOT/pre<N>/metrics.jsonl when present.
 
-Every RL number is over the steps after the first (which seeds the exemplar pools). Scaling:
+Every RL number is over the steps after the first (which seeded the exemplar pools before issue
+40's seeding ahead, and is still a warm-up: the first compiles, the first runner starts). Scaling:
 weak = samples/s over the 1-GPU run's, strong = steps/s over the 1-GPU run's (the same global
 batch, so the same rows a step). A run that fails the guard (a measured step without an update
 or without a compiled candidate) gets no ratio and its guard lines; the script then exits 1.
@@ -25,11 +26,11 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import rl_guard  # noqa: E402
 
 STAGE = "hgemm_rl"
-SKIP = 1  # the first step seeds the exemplar pools
+SKIP = 1  # the first step: a warm-up (it seeded the exemplar pools before seeding ahead)
 # Issue 40's targets (same per-GPU batch): weak scaling of samples/s, strong of steps/s.
 TARGETS = {"weak": {2: 1.85, 4: 3.6, 8: 7.0}, "strong": {2: 1.6, 4: 2.8}}
 # The step split, in the order a step runs (metrics.jsonl keys, trainer/rl_metrics.cpp).
-SPLIT = [("prompts_s", "pool seeding"), ("generate_s", "generate"), ("compile_s", "compile"),
+SPLIT = [("seed_s", "seeding in step"), ("prompts_s", "prompts"), ("generate_s", "generate"), ("compile_s", "compile"),
          ("compile_wait_s", "compile wait"), ("time_s", "time"), ("runner_start_s", "of it runner starts"),
          ("wait_s", "wait for ranks"), ("update_s", "update")]
 
@@ -131,8 +132,10 @@ def table(root, gpus, runs, rl_config, date):
                      f"| {fmt(r['step_s'], '.1f')} | {fmt(r['steps_per_s'], '.4f')} | {fmt(r['samples_per_s'], '.2f')} "
                      f"| {ratio} | {verdict or 'n/a'} | {fmt(r['samples_per_s_mean'], '.2f')} | {split} "
                      f"| {fmt(r['compiled'], '.0%')} | {r['updates']} | {guard} |")
-    lines += ["", "Steps measured: those after the first (exemplar seeding); the medians leave out the "
-              "occasional step that seeds a new task's pool, the mean step keeps it. Scaling: weak = "
+    lines += ["", "Steps measured: those after the first (a warm-up; before issue 40's seeding ahead it "
+              "seeded the exemplar pools, and prompts_s of older runs holds the occasional step that "
+              "seeds a new task's pool: the medians leave it out, the mean step keeps it; seeding in "
+              "step is seed_s, 0 since seeding ahead). Scaling: weak = "
               "samples/s at N x the prompts over 1 GPU's, strong = steps/s at 1 GPU's global batch over "
               "1 GPU's. Split: each phase's median over the measured steps on rank 0 (runner starts are "
               "within time, summed over the rank's runners; wait is rank 0 waiting for the others' "

@@ -125,6 +125,9 @@ struct Evaluator::Impl {
   std::vector<std::string> include_dirs;  // resolved reward.include_dirs (CUTLASS/CuTe)
   bool ready = false;
   int first_device = 0;  // GPU of worker 0; worker i runs on first_device + i
+  std::vector<int> devices;  // reward.gpus: worker i on devices[i] (empty: first_device + i)
+  std::atomic<int64_t> evaluations{0};  // candidates sent to a worker (run_candidate)
+  int device_of(size_t i) const { return devices.empty() ? first_device + static_cast<int>(i) : devices[i]; }
   std::mt19937_64 seeds{std::random_device{}()};
 
   void ensure_ready() {
@@ -134,8 +137,8 @@ struct Evaluator::Impl {
     auto scratch = [&](int dev) {
       return cache_dir / "scratch" / ("worker-" + std::to_string(dev) + "-" + std::to_string(::getpid()));
     };
-    workers.push_back(std::make_unique<WorkerClient>(cfg.backend, first_device, silence, cache_dir / "logs"));
-    workers[0]->set_sandbox(cfg.sandbox, scratch(first_device));
+    workers.push_back(std::make_unique<WorkerClient>(cfg.backend, device_of(0), silence, cache_dir / "logs"));
+    workers[0]->set_sandbox(cfg.sandbox, scratch(device_of(0)));
     workers[0]->set_capture(cfg.capture);
     const WorkerInfo& info = workers[0]->info();
     backend = info.backend;
@@ -148,10 +151,12 @@ struct Evaluator::Impl {
       throw NotAvailableError("reward.backend: gpu was asked for but no GPU is visible");
     int n = static_cast<int>(cfg.workers);
     if (backend == "gpu") n = std::max(1, std::min(n, info.device_count - first_device));
+    if (!devices.empty()) n = static_cast<int>(devices.size());  // checked by evaluation_gpus()
     for (int i = 1; i < n; ++i) {
-      workers.push_back(std::make_unique<WorkerClient>(backend, backend == "gpu" ? first_device + i : 0,
-                                                       silence, cache_dir / "logs"));
-      workers.back()->set_sandbox(cfg.sandbox, scratch(first_device + i));
+      // Host workers are all "device 0" unless reward.gpus names them.
+      const int dev = backend == "gpu" || !devices.empty() ? device_of(i) : 0;
+      workers.push_back(std::make_unique<WorkerClient>(backend, dev, silence, cache_dir / "logs"));
+      workers.back()->set_sandbox(cfg.sandbox, scratch(device_of(i)));
       workers.back()->set_capture(cfg.capture);
     }
     for (auto& w : workers) w->set_quiet(cfg.quiet);
@@ -319,7 +324,22 @@ Evaluator::Evaluator(const RewardConfig& cfg, const fs::path& store_path, int fi
   impl_->cache_dir = cfg.cache_dir.empty() ? default_cache_dir() : fs::path(cfg.cache_dir);
 }
 
+Evaluator::Evaluator(const RewardConfig& cfg, const fs::path& store_path, std::vector<int> devices)
+    : Evaluator(cfg, store_path, devices.empty() ? 0 : devices[0]) {
+  impl_->devices = std::move(devices);
+}
+
 Evaluator::~Evaluator() = default;
+
+std::vector<int> Evaluator::worker_devices() {
+  impl_->ensure_ready();
+  std::vector<int> out;
+  for (size_t i = 0; i < impl_->workers.size(); ++i)
+    out.push_back(impl_->backend == "gpu" || !impl_->devices.empty() ? impl_->device_of(i) : 0);
+  return out;
+}
+
+int64_t Evaluator::worker_evaluations() const { return impl_->evaluations.load(); }
 
 const std::string& Evaluator::backend() {
   impl_->ensure_ready();
@@ -619,6 +639,7 @@ void Evaluator::Impl::run_candidate(size_t w, const TaskSpec& task, const Baseli
   req["so"] = so.string();
   nlohmann::json res;
   try {
+    ++evaluations;
     res = workers[w]->evaluate(req);
   } catch (const std::exception& e) {
     res = {{"status", "internal_error"}, {"check", "worker"}, {"reason", e.what()}};
@@ -627,7 +648,7 @@ void Evaluator::Impl::run_candidate(size_t w, const TaskSpec& task, const Baseli
   r.metrics["seed_base"] = req["seed_base"];
   r.metrics["worker_s"] = std::chrono::duration<double>(Clock::now() - started).count();
   if (r.passed() && gpu && (cfg.ncu || cfg.sanitizer)) {
-    auto extra = profile(so, task, first_device + static_cast<int>(w));
+    auto extra = profile(so, task, device_of(w));
     for (auto it = extra.begin(); it != extra.end(); ++it) r.metrics[it.key()] = it.value();
     if (extra.contains("sanitizer") && !extra["sanitizer"]["ok"].get<bool>()) {
       r.status = EvalStatus::wrong_answer;

@@ -34,6 +34,9 @@ class Evaluator {
   // GPU workers run on devices first_device, first_device + 1, ... (a data-parallel rank passes
   // its LOCAL_RANK: its candidates are timed on its own GPU).
   Evaluator(const RewardConfig& cfg, const std::filesystem::path& store_path, int first_device = 0);
+  // Workers on exactly these GPUs, one each (reward.gpus: evaluation_gpus() in reward_config.h);
+  // on the host backend the numbers name the worker processes (`--device N`, their logs).
+  Evaluator(const RewardConfig& cfg, const std::filesystem::path& store_path, std::vector<int> devices);
   ~Evaluator();
   Evaluator(const Evaluator&) = delete;
   Evaluator& operator=(const Evaluator&) = delete;
@@ -67,6 +70,11 @@ class Evaluator {
   ResultStore& store();
   const RewardConfig& config() const;
   int worker_restarts() const;
+  // The device of each worker (started: the workers' own), and how many candidates the workers
+  // were sent to check and time so far (each one worker request; stored results and
+  // compile failures are not).
+  std::vector<int> worker_devices();
+  int64_t worker_evaluations() const;
   // Content hash the compile cache (and the store) will use for `source`.
   std::string hash_of(const std::string& source);
 

@@ -96,6 +96,7 @@ const std::map<std::string, std::string>& fingerprint_exempt_fields() {
       {"include_dirs", "compile inputs: in the source hash of every compiled candidate"},
       {"compile_jobs", "how many compilers run at once"},
       {"workers", "how many GPUs evaluate at once; each result is one worker's"},
+      {"gpus", "which GPUs evaluate; the device's name and driver are part of every result's key"},
       {"spare_runners", "when a candidate's runner starts, not what it runs: each is fresh and holds no "
                         "candidate until one is loaded"},
       {"refresh_baselines", "when stored baselines are re-measured, not what a measurement is"},
@@ -143,6 +144,36 @@ void check_reward_config(const RewardConfig& c, const std::string& who) {
   if (c.min_rounds > c.max_rounds)
     throw ConfigError("reward.min_rounds: " + std::to_string(c.min_rounds) +
                       " is above reward.max_rounds " + std::to_string(c.max_rounds) + who);
+  for (size_t i = 0; i < c.gpus.size(); ++i)
+    for (size_t j = 0; j < i; ++j)
+      if (c.gpus[i] == c.gpus[j])
+        throw ConfigError("reward.gpus: GPU " + std::to_string(c.gpus[i]) +
+                          " is listed twice (one worker a GPU)" + who);
+  if (!c.gpus.empty() && c.workers != 1)
+    throw ConfigError("reward.workers: " + std::to_string(c.workers) +
+                      " beside reward.gpus: set one of them (with reward.gpus every listed GPU gets a worker)" + who);
+}
+
+std::vector<int> evaluation_gpus(const RewardConfig& c, int local_rank, int local_ranks, int device_count,
+                                 bool policy_gpus) {
+  check_reward_config(c);
+  std::vector<int> mine;
+  if (c.gpus.empty()) return mine;
+  const int n = static_cast<int>(c.gpus.size());
+  for (int64_t g : c.gpus) {
+    if (device_count > 0 && g >= device_count)
+      throw ConfigError("reward.gpus: GPU " + std::to_string(g) + " is not on this host (" +
+                        std::to_string(device_count) + " GPUs: 0-" + std::to_string(device_count - 1) + ")");
+    if (policy_gpus && g < local_ranks)
+      throw ConfigError("reward.gpus: GPU " + std::to_string(g) + " is policy rank " + std::to_string(g) +
+                        "'s (cuda:LOCAL_RANK): list GPUs no rank trains on, or [] for each rank's own GPU");
+  }
+  if (n < local_ranks)
+    throw ConfigError("reward.gpus: " + std::to_string(n) + " GPU(s) for " + std::to_string(local_ranks) +
+                      " ranks on this host: list at least one per rank");
+  for (int i = n * local_rank / local_ranks; i < n * (local_rank + 1) / local_ranks; ++i)
+    mine.push_back(static_cast<int>(c.gpus[i]));
+  return mine;
 }
 
 }  // namespace kernelrl

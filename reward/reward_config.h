@@ -74,6 +74,13 @@ struct RewardConfig {
   // $KERNELRL_CUTLASS_INCLUDE) when found.
   std::vector<std::string> include_dirs = {"auto"};
   int64_t workers = 1;              // worker processes (one per GPU, GPUs 0..workers-1)
+  // Evaluation GPUs apart from the policy's (docs/distributed.md): the GPUs of this host whose
+  // workers time candidates, shared out among the host's ranks in contiguous blocks (rank r of L:
+  // entries [n·r/L, n·(r+1)/L)), each GPU one worker. None may be a policy rank's GPU
+  // (cuda:LOCAL_RANK); at least one per rank. [] = today's default: each rank's worker(s) on its
+  // own GPU (LOCAL_RANK, then `workers` GPUs from there). On the host backend the numbers only
+  // name the worker processes.
+  std::vector<int64_t> gpus = {};
   // Candidate runners each worker starts while a batch compiles (Harness::prepare_spares), at
   // most this many: a runner's start, its CUDA context (~0.26 s on an H200, serialized across a
   // host's processes: bench/gpu_context_init.sh), then leaves the path from one candidate to the
@@ -88,8 +95,10 @@ struct RewardConfig {
   // How a GPU candidate's calls are captured (docs/sandbox.md, "The runner"): context (its runner
   // creates a CUDA context and stream-captures: ~0.1-0.2 s of context per candidate, serialized
   // host-wide) | shim (kernelrl_shim_runner: a CUDA runtime shim records the calls, no context,
-  // no GPU access for the candidate's host code). The host backend ignores it.
-  std::string capture = "context";
+  // no GPU access for the candidate's host code; the default since the 4 x H200 run of
+  // 2026-11-28: the GPU reward, L2, family and shim tests passed in it, 2.1-3x the candidates a
+  // minute). The host backend ignores it.
+  std::string capture = "shim";
   // ---- optional extras for kept candidates ----
   bool ncu = false;                 // ncu --clock-control none metrics for passing candidates
   bool sanitizer = false;           // compute-sanitizer memcheck for passing candidates
@@ -148,6 +157,8 @@ struct RewardConfig {
     v.field("cache_dir", cache_dir, "compile cache dir; empty = ~/.cache/kernelrl");
     v.field("include_dirs", include_dirs, "extra -I dirs for candidates; auto = CUTLASS headers");
     v.field("workers", workers, "worker processes, one per GPU", cfg::in_closed(1, 64));
+    v.field("gpus", gpus, "evaluation GPUs apart from the policy ranks' ([] = each rank's own GPU)",
+            cfg::in_closed(0, 1023));
     v.field("spare_runners", spare_runners, "candidate runners started while a batch compiles, per worker",
             cfg::in_closed(0, 256));
     v.field("sandbox", sandbox, "OS sandbox for candidates: auto | on | off", {"auto", "on", "off"});
@@ -160,6 +171,15 @@ struct RewardConfig {
 // The cross-field rules of reward.* (ConfigError naming the key; `who` is appended): checked when
 // a job loads (trainer/job_config.h) and again by the Evaluator, which other callers build.
 void check_reward_config(const RewardConfig& c, const std::string& who = "");
+
+// The GPUs whose workers evaluate local rank `local_rank`'s candidates (of `local_ranks` ranks
+// on this host) under reward.gpus; empty when reward.gpus is [] (each rank's own GPU, today's
+// default). `device_count`: the host's GPUs (0: the host backend, where the numbers only name
+// the workers); `policy_gpus`: whether the ranks train on cuda:0 .. cuda:local_ranks-1 (so those
+// GPUs may not evaluate). A GPU that is not on the host, a policy rank's GPU, or fewer GPUs than
+// ranks: ConfigError naming reward.gpus.
+std::vector<int> evaluation_gpus(const RewardConfig& c, int local_rank, int local_ranks, int device_count,
+                                 bool policy_gpus);
 
 // One reward.* field as visit() lists it: its key, its value rendered canonically (what the
 // fingerprint hashes), its type and its allowed values.

@@ -76,20 +76,27 @@ std::vector<std::string> seed_sources(Evaluator& ev, const TaskSpec& task, int64
   return sources;
 }
 
-namespace {
-
-// Seeds the empty exemplar pools of `tasks` with their evaluated seed variants. All of them
+// Seeds the empty exemplar pools of `tasks` that `seeded` does not list yet, and lists them
+// there (so a task is considered once per stage: one whose seeds all failed is not seeded again
+// every step). `seeded` is the same on every rank (every rank calls with the same tasks in the
+// same order), so the ranks agree on whether there is anything to do without a collective.
+// A seed whose result the results store holds for this device and these settings (an earlier
+// run, another stage, `kernelrl seed`) is taken from the store, not evaluated again. The rest
 // compile first in one parallel batch, then each task's are evaluated (loaded from the compile
 // cache): on a GPU, CUTLASS and wgmma variants compile for tens of seconds each, and one batch
 // per task left most cores idle behind each task's slowest compile. Data parallel: every rank
 // lists the same tasks to seed (the pools as the last barrier left them), evaluates its share
-// [n·r/W, n·(r+1)/W) of that list on its own GPU, and the results are gathered to rank 0, the
-// pools' one writer, which adds them in the single-process order (task, then seed). Rank 0 alone
-// evaluated every seed before, and a step of 8 new tasks on 2 GPUs spent 14 s there (2026-11-27).
-// The caller's barrier follows, so every rank then reads the seeded pools.
-void seed_pools(ExemplarStore& pool, Evaluator& ev, const std::vector<const TaskSpec*>& tasks, int64_t n,
-                const SeedGrid* grid) {
-  if (n <= 0) return;
+// [n·r/W, n·(r+1)/W) of that list on its own evaluator, and the results are gathered to rank 0, the
+// pools' one writer, which adds them in the single-process order (task, then seed). The
+// caller's barrier follows, so every rank then reads the seeded pools.
+SeedStats seed_pools(ExemplarStore& pool, Evaluator& ev, const std::vector<const TaskSpec*>& tasks, int64_t n,
+                     const SeedGrid* grid, std::set<std::string>& seeded) {
+  SeedStats stats;
+  const auto t0 = Clock::now();
+  std::vector<const TaskSpec*> fresh;
+  for (const TaskSpec* task : tasks)
+    if (seeded.insert(task->name).second) fresh.push_back(task);
+  if (n <= 0 || fresh.empty()) return stats;  // the same on every rank: no collective skipped
   // Every rank must list the same tasks: rank 0 may still be adding the last scoring's passing
   // candidates to the pools (after that scoring's gather, with no collective since, as between
   // DAPO's resampling rounds), and a task whose pool is empty on one rank and not on another
@@ -98,37 +105,62 @@ void seed_pools(ExemplarStore& pool, Evaluator& ev, const std::vector<const Task
   std::vector<std::pair<const TaskSpec*, std::vector<std::string>>> todo;
   std::vector<size_t> first;  // todo[k]'s first seed in the list of every seed
   size_t seeds = 0;
-  std::set<std::string> seen;
-  for (const TaskSpec* task : tasks) {
-    if (pool.size(task->name) > 0 || !seen.insert(task->name).second) continue;
+  for (const TaskSpec* task : fresh) {
+    if (pool.size(task->name) > 0) continue;  // stored: a resumed run, a shared store
     std::vector<std::string> sources = seed_sources(ev, *task, n, grid);
     if (sources.empty()) continue;
     first.push_back(seeds);
     seeds += sources.size();
     todo.emplace_back(task, std::move(sources));
   }
-  if (todo.empty()) return;  // the same on every rank: no collective is skipped by one of them
+  if (todo.empty()) return stats;  // the same on every rank
+  stats.tasks = static_cast<int64_t>(todo.size());
   const GroupRange mine = my_groups(todo.size());
-  std::vector<std::string> all;
-  for (size_t k = mine.lo; k < mine.hi; ++k)
-    all.insert(all.end(), todo[k].second.begin(), todo[k].second.end());
-  if (mine.hi - mine.lo > 1) ev.precompile(all);
   std::vector<std::pair<size_t, EvalResult>> own;
+  std::vector<std::pair<size_t, std::vector<size_t>>> to_evaluate;  // (k, seeds of todo[k] not stored)
+  std::vector<std::string> all;
   for (size_t k = mine.lo; k < mine.hi; ++k) {
-    auto results = ev.evaluate(*todo[k].first, todo[k].second);
-    for (size_t i = 0; i < results.size(); ++i) own.emplace_back(first[k] + i, std::move(results[i]));
+    std::vector<size_t> missing;
+    for (size_t i = 0; i < todo[k].second.size(); ++i) {
+      if (auto hit = ev.cached_result(*todo[k].first, todo[k].second[i])) {
+        own.emplace_back(first[k] + i, std::move(*hit));
+        ++stats.stored;
+      } else {
+        missing.push_back(i);
+        all.push_back(todo[k].second[i]);
+      }
+    }
+    if (!missing.empty()) to_evaluate.emplace_back(k, std::move(missing));
+  }
+  if (to_evaluate.size() > 1) ev.precompile(all);
+  for (const auto& [k, missing] : to_evaluate) {
+    std::vector<std::string> sources;
+    for (size_t i : missing) sources.push_back(todo[k].second[i]);
+    auto results = ev.evaluate(*todo[k].first, sources);
+    stats.evaluated += static_cast<int64_t>(results.size());
+    for (size_t j = 0; j < results.size(); ++j) own.emplace_back(first[k] + missing[j], std::move(results[j]));
   }
   std::vector<std::pair<size_t, EvalResult>> every = gather_results(own);
-  if (!dist::is_main()) return;
+  if (dist::group()) {  // every rank's counts, for the metrics (the same numbers on every rank)
+    int64_t evaluated = 0, stored = 0;
+    for (const std::string& b : dist::group()->all_gather_bytes(
+             std::to_string(stats.evaluated) + " " + std::to_string(stats.stored))) {
+      evaluated += std::stoll(b);
+      stored += std::stoll(b.substr(b.find(' ') + 1));
+    }
+    stats.evaluated = evaluated;
+    stats.stored = stored;
+  }
+  stats.seconds = since(t0);
+  if (!dist::is_main()) return stats;
   std::sort(every.begin(), every.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   for (const auto& [index, result] : every) {
     if (!result.passed()) continue;
     const size_t k = static_cast<size_t>(std::upper_bound(first.begin(), first.end(), index) - first.begin()) - 1;
     pool.add(todo[k].first->name, {result.hash, todo[k].second[index - first[k]], result.reward}, 0);
   }
+  return stats;
 }
-
-}  // namespace
 
 std::unique_ptr<SeedGrid> job_seed_grid(const JobConfig& job) {
   if (job.rollout.seed_grid.empty()) return nullptr;
@@ -180,6 +212,7 @@ class RlStage final : public StageStep {
   StepLog train_step(int64_t step, GradSync* sync) override {
     step_ = step;
     sync_ = sync;
+    in_step_seeding_ = SeedStats{};  // seeding here is a fallback (seed_ahead took every task)
     // The fixed probe before the first update (a resumed stage has it in step 1's row); its
     // time is its own, not the step's.
     const nlohmann::json probe_before = step == 0 && ro_.probe_samples > 0 ? probe() : nlohmann::json();
@@ -207,6 +240,16 @@ class RlStage final : public StageStep {
     batch.times.tokens += batch.generated - inherited;
     r.best_speedup = scorer_->best_speedup_overall();
     StepLog log = rl_step_log(batch, r, ro_);
+    // Seeding inside this step (the critical path): 0 unless a task escaped seed_ahead.
+    log.metrics["seed_s"] = in_step_seeding_.seconds;
+    log.metrics["seed_evals"] = in_step_seeding_.evaluated;
+    log.metrics["seed_tasks"] = in_step_seeding_.tasks;
+    if (step == start_step_) {  // what seeding ahead took, before this step (not in step_s)
+      log.metrics["seed_ahead_s"] = ahead_seeding_.seconds;
+      log.metrics["seed_ahead_evals"] = ahead_seeding_.evaluated;
+      log.metrics["seed_ahead_stored"] = ahead_seeding_.stored;
+      log.metrics["seed_ahead_tasks"] = ahead_seeding_.tasks;
+    }
     for (const auto& [k, v] : probe_before.items()) log.metrics["probe_before_" + k] = v;
     if (step + 1 == stage_.steps && ro_.probe_samples > 0) {  // ... and after the last
       const nlohmann::json after = probe();  // (items() of a temporary would dangle)
@@ -228,32 +271,67 @@ class RlStage final : public StageStep {
     return b;
   }
 
+  // The task round 0 of step `step` picks as its j-th prompt: a fresh seeded permutation of the
+  // tasks per pass over them (pick_prompts).
+  const TaskSpec* round0_task(int64_t step, int64_t j) const {
+    const int64_t n = static_cast<int64_t>(tasks_.size());
+    const int64_t g = step * prompts_per_step() + j;
+    std::vector<int64_t> perm(n);
+    for (int64_t i = 0; i < n; ++i) perm[i] = i;
+    std::mt19937_64 prng(mix(static_cast<uint64_t>(job_.run.seed), g / n));
+    std::shuffle(perm.begin(), perm.end(), prng);
+    return &tasks_[perm[g % n]];
+  }
+
+  // Seeds, before the stage's first step, the exemplar pools of every task its steps can show:
+  // the tasks round 0 picks at steps [from, steps) (a pure function of the seed and the step),
+  // or every task when the probe, DAPO resampling rounds (random tasks) or multi-turn revisions
+  // can show others. Pools the store holds already (a resumed run, reward.store shared with an
+  // earlier run, `kernelrl seed`) cost nothing; seeds the results store holds are reused.
+  // In order: the first steps' tasks first (a log line per thousand seeds is enough).
+  void seed_ahead(int64_t from) {
+    std::vector<const TaskSpec*> tasks;
+    std::set<std::string> listed;
+    for (int64_t step = from; step < stage_.steps; ++step)
+      for (int64_t j = 0; j < prompts_per_step(); ++j)
+        if (const TaskSpec* t = round0_task(step, j); listed.insert(t->name).second) tasks.push_back(t);
+    if (ro_.probe_samples > 0 || ro_.dynamic_sampling_rounds > 0)
+      for (const TaskSpec& t : tasks_)
+        if (listed.insert(t.name).second) tasks.push_back(&t);
+    ahead_seeding_ = seed_pools(*exemplars_, *evaluator_, tasks, ro_.seed_exemplars, seed_grid_.get(), seeded_);
+    if (dist::group()) dist::group()->barrier();  // rank 0's writes before anyone reads a pool
+    KRL_LOG(info) << "exemplar pools seeded ahead: " << ahead_seeding_.tasks << " of " << tasks.size()
+                  << " tasks needed seeds (" << ahead_seeding_.evaluated << " evaluated, " << ahead_seeding_.stored
+                  << " from the results store, " << ahead_seeding_.seconds << " s)";
+  }
+
   // 1. `count` tasks, each with exemplars. Round 0 walks a fresh seeded permutation per pass over
   //    the tasks; the resampling rounds of dynamic sampling draw tasks from the step's seed.
   std::vector<PromptGroup> pick_prompts(uint64_t seed, int64_t round, int64_t count, int64_t step) {
-    const int64_t B = prompts_per_step();
     const int64_t n = static_cast<int64_t>(tasks_.size());
     std::mt19937_64 extra(mix(seed, 0x5eed + round));
     std::vector<const TaskSpec*> picked;
-    for (int64_t j = 0; j < count; ++j) {
-      const int64_t g = step * B + j;
-      std::vector<int64_t> perm(n);
-      for (int64_t i = 0; i < n; ++i) perm[i] = i;
-      std::mt19937_64 prng(mix(static_cast<uint64_t>(job_.run.seed), g / n));
-      std::shuffle(perm.begin(), perm.end(), prng);
-      picked.push_back(round == 0 ? &tasks_[perm[g % n]] : &tasks_[extra() % n]);
-    }
+    for (int64_t j = 0; j < count; ++j) picked.push_back(round == 0 ? round0_task(step, j) : &tasks_[extra() % n]);
     return prompt_groups(picked, step, [&](size_t j, const std::vector<Exemplar>& fitting) {
       std::mt19937_64 erng(mix(seed, round * 100003 + static_cast<int64_t>(j)));
       return sample_exemplars(fitting, ro_.n_exemplars, ro_.n_buckets, ro_.exemplar_temperature, erng);
     });
   }
-  // Seeds the tasks' exemplar pools (each rank evaluates its share; rank 0 is the pools' one
-  // writer; every rank waits), then one prompt group per task, its exemplars chosen by
-  // `choose(j, fitting)` from the entries of its pool (as of `step`) that fit its prompt.
+  // One prompt group per task, its exemplars chosen by `choose(j, fitting)` from the entries of
+  // its pool (as of `step`) that fit its prompt. The pools were seeded ahead (seed_ahead); a task
+  // that escaped it (none should) is seeded here, counted in the step's seed_* metrics and
+  // logged. Every rank waits for rank 0's writes before reading the pools.
   template <class Choose>
   std::vector<PromptGroup> prompt_groups(const std::vector<const TaskSpec*>& tasks, int64_t step, Choose choose) {
-    seed_pools(*exemplars_, *evaluator_, tasks, ro_.seed_exemplars, seed_grid_.get());
+    const SeedStats late = seed_pools(*exemplars_, *evaluator_, tasks, ro_.seed_exemplars, seed_grid_.get(), seeded_);
+    if (late.tasks > 0) {
+      KRL_LOG(warn) << "seeded " << late.tasks << " task(s)' exemplar pools inside step " << step_ + 1 << " ("
+                    << late.evaluated << " evaluations, " << late.seconds << " s): not seeded ahead";
+      in_step_seeding_.tasks += late.tasks;
+      in_step_seeding_.evaluated += late.evaluated;
+      in_step_seeding_.stored += late.stored;
+      in_step_seeding_.seconds += late.seconds;
+    }
     if (dist::group()) dist::group()->barrier();
     std::vector<PromptGroup> groups;
     for (size_t j = 0; j < tasks.size(); ++j) {
@@ -354,13 +432,38 @@ class RlStage final : public StageStep {
   //     its rows sampled (and their π_old taken under this policy) while this step's candidates
   //     compile; the timing starts once generation is done, so it never shares the GPU with the
   //     policy.
+  //     With evaluation GPUs apart from the policy's (reward.gpus), the timing runs beside the
+  //     generation too: its workers' GPUs are not the policy's, so the policy's GPU keeps
+  //     generating while they time; compile_wait is then what the step still waited for the
+  //     compiles and the timing after generating.
   void score_overlapped(StepBatch& batch) {
     RlScorer::Plan plan = scorer_->plan(batch);
     const int64_t next = step_ + 1;
     auto clock = Clock::now();
-    StepBatch ahead;  // prompts first: seeding a new task's exemplar pool evaluates family variants
+    StepBatch ahead;  // prompts first: they read the pools (and would seed one that escaped seed_ahead)
     ahead.groups = pick_prompts(step_seed(next), 0, prompts_per_step(), next);
     batch.times.prompts += lap(clock);
+    if (!eval_gpus_.empty()) {
+      std::future<std::pair<double, RlScorer::Timed>> evaluated = std::async(std::launch::async, [this, &plan] {
+        const double compile_s = scorer_->compile(plan);
+        return std::make_pair(compile_s, scorer_->time(plan));
+      });
+      try {
+        sample_rows(ahead, step_seed(next), next);
+        set_policy_logprobs(ahead);
+      } catch (...) {
+        evaluated.wait();
+        throw;
+      }
+      batch.times.generate += lap(clock);
+      batch.times.tokens += ahead.generated;
+      auto [compile_s, timed] = evaluated.get();
+      batch.times.compile += compile_s;
+      batch.times.compile_wait = lap(clock);
+      pending_ = std::move(ahead);
+      scorer_->finish_timed(batch, std::move(plan), std::move(timed), step_ + 1);
+      return;
+    }
     std::future<double> compiled =
         std::async(std::launch::async, [this, &plan] { return scorer_->compile(plan); });
     try {
@@ -509,6 +612,7 @@ class RlStage final : public StageStep {
   bool lora_ = false;  // adapters over a frozen base: one copy samples, trains and is the reference
   RewardSmoother smoother_;
   std::unique_ptr<Evaluator> evaluator_;
+  std::vector<int> eval_gpus_;  // reward.gpus: this rank's evaluation GPUs (empty: its own GPU)
   std::string backend_;
   std::vector<TaskSpec> tasks_;
   std::unique_ptr<ExemplarStore> exemplars_;
@@ -517,6 +621,10 @@ class RlStage final : public StageStep {
   std::unique_ptr<RlScorer> scorer_;
   std::optional<StepBatch> pending_;  // rollout.overlap: the next step's rows, sampled ahead
   int64_t step_ = 0;                  // the step being taken (steps done before it)
+  int64_t start_step_ = 0;            // the first step this process takes (a resumed stage's later)
+  std::set<std::string> seeded_;      // tasks whose pools were seeded (or found stored): not again
+  SeedStats ahead_seeding_;           // seed_ahead's, logged with the first step
+  SeedStats in_step_seeding_;         // seeding inside the step being taken (should stay empty)
   GradSync* sync_ = nullptr;          // the loop's, for the step being taken
 };
 
@@ -584,8 +692,20 @@ void RlStage::start(const TrainState& state) {
   dist::Group* group = dist::group();
   if (group && !dist::is_main()) group->barrier();
   const int local_rank = group ? group->local_rank() : 0;
-  evaluator_ = std::make_unique<Evaluator>(job_.reward, store_path,
-                                           cuda_device_count() > local_rank ? local_rank : 0);
+  // reward.gpus: this rank's share of the evaluation GPUs (none of them a policy rank's);
+  // otherwise the rank's own GPU, as the policy.
+  const int local_ranks = group ? dist::read_launch_env().local_world_size : 1;
+  eval_gpus_ = evaluation_gpus(job_.reward, local_rank, local_ranks, cuda_device_count(), cuda_);
+  if (!eval_gpus_.empty()) {
+    std::string list;
+    for (int g : eval_gpus_) list += (list.empty() ? "" : ",") + std::to_string(g);
+    KRL_LOG(info) << "evaluation apart from the policy: this rank's workers on GPU(s) " << list
+                  << " (reward.gpus); timing overlaps generation";
+    evaluator_ = std::make_unique<Evaluator>(job_.reward, store_path, eval_gpus_);
+  } else {
+    evaluator_ = std::make_unique<Evaluator>(job_.reward, store_path,
+                                             cuda_device_count() > local_rank ? local_rank : 0);
+  }
   backend_ = evaluator_->backend();
   tasks_ = rl_stage_tasks(job_, stage_.kind, backend_);
   exemplars_ = std::make_unique<ExemplarStore>(store_path, stage_.name);
@@ -612,6 +732,8 @@ void RlStage::start(const TrainState& state) {
     pending_ = pending_rows_from_json(state.extra.at("pending"), tasks_, job_.model.prompt_format,
                                       ro_.response_format);
   }
+  start_step_ = state.step;
+  seed_ahead(state.step);
   KRL_LOG(info) << "stage " << stage_.name << ": " << tasks_.size() << " tasks on the " << backend_
                 << " backend (" << evaluator_->device_name() << "), policy " << policy_.shape.describe();
   if (backend_ == "host" && stage_.kind == "hgemm_rl") {

@@ -9,6 +9,7 @@
 
 #include <filesystem>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,22 @@ class SeedGrid;
 // range of families, not one family's first few.
 std::vector<std::string> seed_sources(Evaluator& ev, const TaskSpec& task, int64_t n,
                                       const SeedGrid* grid = nullptr);
+class ExemplarStore;
+
+// What seeding exemplar pools did: tasks seeded, seeds evaluated (compiled and timed: what
+// the evaluator's workers ran), seeds whose results came from the results store, seconds.
+// Summed over the ranks.
+struct SeedStats {
+  int64_t tasks = 0, evaluated = 0, stored = 0;
+  double seconds = 0;
+};
+// Seeds the empty pools of those `tasks` that `seeded` does not list yet with n seeds each
+// (seed_sources), and lists them in `seeded`. A seed whose result the results store holds (this
+// device, these settings) is not evaluated again. Data parallel: a collective; every rank calls
+// it with the same tasks, each evaluates its share, rank 0 writes the pools; the caller's
+// barrier makes them visible to every rank.
+SeedStats seed_pools(ExemplarStore& pool, Evaluator& ev, const std::vector<const TaskSpec*>& tasks, int64_t n,
+                     const SeedGrid* grid, std::set<std::string>& seeded);
 // The job's seed grid (rollout.seed_grid), its held-out shapes (data.hgemm_heldout of
 // data.hgemm_grid) excluded; null when rollout.seed_grid is "".
 std::unique_ptr<SeedGrid> job_seed_grid(const JobConfig& job);

@@ -6,6 +6,8 @@
 #include "common/error.h"
 #include "common/fs.h"
 #include "common/log.h"
+#include "model/device.h"
+#include "reward/reward_config.h"
 #include "rollout/seed_grid.h"
 #include "trainer/distributed.h"
 #include "trainer/grpo_stage.h"
@@ -51,7 +53,8 @@ namespace {
 // stages before them have trained. The evaluator's backend is known only once an RL stage
 // builds it; a suite's parse and its training split do not depend on it (each task carries
 // sizes for both), so "host" stands in for "auto".
-// rollout.seed_grid (a family-sweep CSV) is read here too, for the same reason.
+// rollout.seed_grid (a family-sweep CSV) is read here too, for the same reason, and reward.gpus
+// is checked against the host's GPUs.
 void check_rl_tasks(const JobConfig& job, const std::vector<const StageConfig*>& stages) {
   bool hgemm = false;
   for (const auto* s : stages) {
@@ -59,6 +62,14 @@ void check_rl_tasks(const JobConfig& job, const std::vector<const StageConfig*>&
     hgemm = hgemm || s->kind == "hgemm_rl";
   }
   if (hgemm) job_seed_grid(job);
+  // reward.gpus against this host's GPUs and the policy ranks' (the stage repeats it for its rank).
+  if (!job.reward.gpus.empty() && std::any_of(stages.begin(), stages.end(), [](const StageConfig* s) {
+        return s->kind != "pretrain";
+      })) {
+    const dist::LaunchEnv env = dist::read_launch_env();
+    evaluation_gpus(job.reward, env.local_rank, env.local_world_size, cuda_device_count(),
+                    resolve_device(job.run.device).is_cuda());
+  }
 }
 
 // Rank 0 opens the run directory (the fresh/resume/overwrite rule) and is its only writer (the

@@ -58,10 +58,22 @@ double RlScorer::compile(const Plan& plan) {
   return since(t0);
 }
 
-void RlScorer::finish(StepBatch& batch, Plan plan, int64_t exemplar_step, bool record) {
+RlScorer::Timed RlScorer::time(const Plan& plan) {
   const auto t0 = Clock::now();
-  auto results = evaluator_.evaluate_batch(plan.fresh);
-  batch.times.time += since(t0);
+  Timed t;
+  t.results = evaluator_.evaluate_batch(plan.fresh);
+  t.seconds = since(t0);
+  return t;
+}
+
+void RlScorer::finish(StepBatch& batch, Plan plan, int64_t exemplar_step, bool record) {
+  Timed t = time(plan);
+  finish_timed(batch, std::move(plan), std::move(t), exemplar_step, record);
+}
+
+void RlScorer::finish_timed(StepBatch& batch, Plan plan, Timed timed, int64_t exemplar_step, bool record) {
+  std::vector<EvalResult>& results = timed.results;
+  batch.times.time += timed.seconds;
   for (const auto& r : results)
     if (r.metrics.contains("runner_start_s")) {
       batch.times.runner_start += r.metrics.value("runner_start_s", 0.0);

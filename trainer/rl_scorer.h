@@ -34,10 +34,19 @@ class RlScorer {
   Plan plan(const StepBatch& batch);
   // Compiles the plan's sources in parallel; returns the seconds it took.
   double compile(const Plan& plan);
+  // The evaluator's results for the plan's sources and the seconds they took: no collective and
+  // no batch, so with evaluation GPUs apart (reward.gpus) it runs beside the next generation.
+  struct Timed {
+    std::vector<EvalResult> results;
+    double seconds = 0;
+  };
+  Timed time(const Plan& plan);
   // Times the compiled sources (batch.times.time), gathers every rank's results and sets
   // batch.scored; passing candidates join the pool tagged `exemplar_step` and the best
   // speedups, unless `record` is false (the fixed probe: it measures, it does not feed the step).
   void finish(StepBatch& batch, Plan plan, int64_t exemplar_step, bool record = true);
+  // finish() with the results time() returned.
+  void finish_timed(StepBatch& batch, Plan plan, Timed timed, int64_t exemplar_step, bool record = true);
   // plan, compile (batch.times.compile) and finish.
   void score(StepBatch& batch, int64_t exemplar_step, bool record = true);
 

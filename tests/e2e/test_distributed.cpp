@@ -6,16 +6,14 @@
 // line naming it (under `--nproc`, and under hand-started ranks where only the watchdog can
 // notice), and --resume completes the run. Two torchrun agents on this host, one rank each, meet
 // at a c10d rendezvous as two nodes and train like one node of 2 ranks.
-#include <arpa/inet.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cmath>
+#include <set>
 #include <thread>
 
 #include "common/fs.h"
@@ -247,45 +245,14 @@ TEST_F(Distributed, TorchrunTwoRanksPretrainLikeOneProcessAndResumeAtEitherWorld
         << "step " << i + 1;
 }
 
-// A TCP port of the loopback that was free a moment ago (bound to port 0 and released).
-int free_loopback_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  int port = -1;
-  if (fd >= 0 && ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0)
-    port = ntohs(a.sin_port);
-  if (fd >= 0) ::close(fd);
-  return port;
-}
+using testing::free_loopback_port;
+using testing::RankReaper;
 
-// torchrun starts its ranks in sessions of their own, so a Background's process-group kill does
-// not reach them: on the way out, SIGKILL to whatever rank of `run` is still there.
-struct RankReaper {
-  fs::path run;
-  int ranks;
-  ~RankReaper() {
-    for (int r = 0; r < ranks; ++r)
-      if (const pid_t pid = find_rank(run, r); pid > 0) ::kill(pid, SIGKILL);
-  }
-};
-
-// The command of one torchrun agent of a 2-node job on this host: one rank a node
-// (--nproc-per-node 1), a c10d rendezvous on the loopback (the first agent to bind the endpoint
-// hosts its store, the other connects), gloo over lo; `train` is kernelrl's train arguments.
-// `timeout --foreground` stays in the Background's process group (its kill reaches the agent) and
-// ends a hung agent with SIGTERM, which torchrun passes to its rank.
+// One torchrun agent of a 2-node job on this host (testing::torchrun_node_agent), gloo over lo.
 std::string node_agent(int node, int port, const std::string& rdzv_id, const std::string& train,
                        const std::string& rdzv_conf = "") {
-  return "cd " + kSrc +
-         " && env OMP_NUM_THREADS=1 GLOO_SOCKET_IFNAME=lo timeout --foreground -k 10 600 " +
-         torchrun() + " --nnodes 2 --nproc-per-node 1 --node-rank " + std::to_string(node) +
-         " --rdzv-backend c10d --rdzv-endpoint 127.0.0.1:" + std::to_string(port) +
-         (rdzv_conf.empty() ? "" : " --rdzv-conf " + rdzv_conf) + " --rdzv-id " + rdzv_id +
-         " --max-restarts 0 --monitor-interval 1 --no-python " + kBin + " train " + train;
+  return testing::torchrun_node_agent(torchrun(), node, port, rdzv_id, "OMP_NUM_THREADS=1 GLOO_SOCKET_IFNAME=lo",
+                                      train, rdzv_conf);
 }
 
 // Two "nodes" on this host (issue 40): two torchrun agents, `--nnodes 2 --nproc-per-node 1`, meet
@@ -359,6 +326,91 @@ TEST_F(Distributed, TwoTorchrunNodesOnOneHostTrainLikeOneNodeOfTwoRanks) {
                 kParityRel * std::max(1e-6, std::abs(ra[0][key].get<double>())))
         << key;
   EXPECT_GT(rb[0]["updates"].get<int64_t>(), 0);  // the RL step updated the policy
+}
+
+// The evaluation worker processes (kernelrl_eval_worker) whose scratch directory lies under
+// `cache`: (their --device, their parent's pid), read from /proc.
+std::set<std::pair<int, pid_t>> eval_workers_under(const fs::path& cache) {
+  std::set<std::pair<int, pid_t>> out;
+  for (const auto& e : fs::directory_iterator("/proc")) {
+    const std::string name = e.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::string cmdline = read_text(e.path() / "cmdline");
+    for (auto& c : cmdline) c = c ? c : ' ';
+    if (cmdline.find("kernelrl_eval_worker") == std::string::npos ||
+        cmdline.find(cache.string()) == std::string::npos)
+      continue;
+    const size_t d = cmdline.find("--device ");
+    const std::string stat = read_text(e.path() / "stat");  // pid (comm) state ppid ...
+    const size_t close = stat.rfind(')');
+    if (d == std::string::npos || close == std::string::npos) continue;
+    out.emplace(std::stoi(cmdline.substr(d + 9)), static_cast<pid_t>(std::stoi(stat.substr(close + 4))));
+  }
+  return out;
+}
+
+// Issue 40: evaluation workers apart from the policy ranks and exemplar pools seeded ahead. Two
+// gloo ranks (`--nproc 2`) run configs/debug.yaml's pretraining and 2 general_rl steps with
+// reward.gpus [5, 6] (host backend: the numbers name the worker processes) and rollout.overlap
+// (with reward.gpus the timing runs beside the next generation). While they run, /proc shows
+// the evaluation workers: exactly one on --device 5, a child of rank 0, and one on --device 6, a
+// child of rank 1 (no worker on the ranks' own numbers). Every step seeded nothing
+// (seed_evals 0, seed_s 0) and the first step's record shows the pools seeded ahead. Then the
+// same job in 1 process with the default worker and the same store: every pool is stored, so it
+// seeds no task and evaluates no seed, and every step has the 2-rank run's advantages and
+// rewards (the rows, gathered in group order, got the same results from the listed workers as
+// the 1-process run gets from the store and its default worker).
+TEST_F(Distributed, EvaluationGpusApartServeEveryRankAndPoolsAreSeededAhead) {
+  const fs::path split = *dir_ / "eval_apart", one = *dir_ / "eval_one", cache = *dir_ / "eval_cache";
+  const std::string args = "configs/debug.yaml --stages pretrain,general_rl 'data.corpus=[" +
+                           (*dir_ / "synth.jsonl").string() +
+                           "]' reward.store=" + (*dir_ / "eval_apart.sqlite").string() +
+                           " rollout.overlap=1 trainer.stages.1.batch_size=4";
+  std::set<std::pair<int, pid_t>> seen;
+  pid_t rank_pid[2] = {-1, -1};
+  {
+    Background run("cd " + kSrc + " && " + kBin + " train " + args + " 'reward.gpus=[5,6]' reward.cache_dir=" +
+                       cache.string() + " --nproc 2 --run-dir " + split.string(),
+                   dir_->path(), "eval_apart");
+    int rc = -1;
+    for (int i = 0; i < 6000 && rc < 0; ++i) {  // up to 600 s, sampling /proc every 0.1 s
+      for (int r = 0; r < 2; ++r)
+        if (rank_pid[r] < 0) rank_pid[r] = find_rank(split, r);
+      for (const auto& w : eval_workers_under(cache)) seen.insert(w);
+      rc = run.wait(0.1);
+    }
+    ASSERT_EQ(rc, 0) << read_text(run.log);
+  }
+  ASSERT_GT(rank_pid[0], 0);
+  ASSERT_GT(rank_pid[1], 0);
+  EXPECT_EQ(seen, (std::set<std::pair<int, pid_t>>{{5, rank_pid[0]}, {6, rank_pid[1]}}));
+  auto ra = stage_records(split, "general_rl");
+  ASSERT_EQ(ra.size(), 2u);
+  EXPECT_GT(ra[0].value("seed_ahead_evals", int64_t{0}), 0);
+  for (const auto& r : ra) {
+    EXPECT_EQ(r["seed_evals"].get<int64_t>(), 0);
+    EXPECT_EQ(r["seed_s"].get<double>(), 0.0);
+  }
+
+  const std::string tok = " data.tokenizer=" + (split / "tokenizer.model").string();
+  auto b = run_command("cd " + kSrc + " && " + kBin + " train " + args + tok + " --run-dir " + one.string());
+  ASSERT_EQ(b.exit_code, 0) << b.output;
+  auto rb = stage_records(one, "general_rl");
+  ASSERT_EQ(rb.size(), 2u);
+  EXPECT_GT(ra[0]["seed_ahead_tasks"].get<int64_t>(), 0);
+  EXPECT_EQ(rb[0]["seed_ahead_tasks"].get<int64_t>(), 0);  // every pool stored: nothing to seed
+  EXPECT_EQ(rb[0]["seed_ahead_evals"].get<int64_t>(), 0);
+  int64_t updates = 0;
+  for (size_t i = 0; i < 2; ++i) {
+    SCOPED_TRACE("step " + std::to_string(i + 1));
+    EXPECT_EQ(rb[i]["seed_evals"].get<int64_t>(), 0);
+    EXPECT_EQ(rb[i]["candidates"], ra[i]["candidates"]);
+    ASSERT_TRUE(ra[i]["advantages"].is_array());
+    EXPECT_EQ(rb[i]["advantages"], ra[i]["advantages"]);
+    EXPECT_EQ(rb[i]["reward_mean"], ra[i]["reward_mean"]);
+    updates += ra[i]["updates"].get<int64_t>();
+  }
+  EXPECT_GT(updates, 0);
 }
 
 // Long enough that a rank can be killed mid-run: 40 steps, a checkpoint every 5.

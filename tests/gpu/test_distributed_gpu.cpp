@@ -6,11 +6,8 @@
 // versions of these checks are tests/e2e/test_distributed.cpp's. Two torchrun agents on this
 // host, one GPU each, meet as two nodes (issue 40) and train like one node of 2 GPUs. Skips
 // unless 2 CUDA devices are visible.
-#include <arpa/inet.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 
 #include <chrono>
 #include <cmath>
@@ -91,20 +88,7 @@ TEST(DistributedGpu, KilledNcclRankEndsTheJobAndTheRunResumesAtEitherWorldSize) 
   EXPECT_TRUE(fs::exists(run / ("checkpoints/pretrain/step_" + std::to_string(kSteps)) / "model.safetensors"));
 }
 
-// A TCP port of the loopback that was free a moment ago.
-int free_loopback_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  int port = -1;
-  if (fd >= 0 && ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0)
-    port = ntohs(a.sin_port);
-  if (fd >= 0) ::close(fd);
-  return port;
-}
+using testing::free_loopback_port;
 
 // Issue 40's multi-node path on one 2-GPU host: two torchrun agents (`--nnodes 2
 // --nproc-per-node 1`, c10d rendezvous on 127.0.0.1), each seeing one GPU (CUDA_VISIBLE_DEVICES),
@@ -137,20 +121,17 @@ TEST(DistributedGpu, TwoTorchrunNodesOneGpuEachTrainLikeOneNodeOfTwoGpus) {
   ASSERT_GT(port, 0);
   const std::string id = "kernelrl-gpu-test-" + std::to_string(::getpid());
   auto agent = [&](int node) {
-    return "cd " + kSrc + " && env CUDA_VISIBLE_DEVICES=" + std::to_string(node) +
-           " NCCL_HOSTID=kernelrl-node" + std::to_string(node) +
-           " NCCL_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1 NCCL_NVLS_ENABLE=0 GLOO_SOCKET_IFNAME=lo"
-           " timeout --foreground -k 10 600 " + torchrun.string() + " --nnodes 2 --nproc-per-node 1 --node-rank " +
-           std::to_string(node) + " --rdzv-backend c10d --rdzv-endpoint 127.0.0.1:" +
-           std::to_string(port) + " --rdzv-id " + id + " --max-restarts 0 --no-python " + kBin +
-           " train " + args + " --run-dir " + nodes.string();
+    return testing::torchrun_node_agent(
+        torchrun.string(), node, port, id,
+        "CUDA_VISIBLE_DEVICES=" + std::to_string(node) + " NCCL_HOSTID=kernelrl-node" + std::to_string(node) +
+            " NCCL_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1 NCCL_NVLS_ENABLE=0 GLOO_SOCKET_IFNAME=lo",
+        args + " --run-dir " + nodes.string());
   };
   {
+    testing::RankReaper reaper{nodes, 2};  // torchrun's ranks run in sessions of their own
     Background n0(agent(0), dir.path(), "node0"), n1(agent(1), dir.path(), "node1");
     const int rc0 = n0.wait(630), rc1 = n1.wait(60);
     const std::string out = read_text(n0.log) + read_text(n1.log);
-    for (int r = 0; r < 2; ++r)  // torchrun's ranks run in sessions of their own
-      if (const pid_t pid = find_rank(nodes, r); pid > 0) ::kill(pid, SIGKILL);
     ASSERT_EQ(rc0, 0) << out;
     ASSERT_EQ(rc1, 0) << out;
     EXPECT_THAT(out, ::testing::HasSubstr("rank 0 of 2 (node 0 of 2, local 0 of 1), nccl"));

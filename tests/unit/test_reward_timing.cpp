@@ -95,6 +95,7 @@ std::string changed_value(const RewardField& f) {
       if (f.value.find("\"" + c + "\"") == std::string::npos) return "[" + c + "]";
     return "[x]";
   }
+  if (f.type == "int_list") return f.value == "[1,]" ? "[2]" : "[1]";
   ADD_FAILURE() << "no changed value for reward." << f.key << " (" << f.type << ")";
   return f.value;
 }
