@@ -226,14 +226,14 @@ cudaError_t launch(const void* f, dim3 grid, dim3 block, void** args, size_t sme
 }
 
 // Host memory of this process (a copy touching it is not replayable); device addresses are the
-// worker's, never mapped here (mincore fails on them).
+// worker's, never mapped here (msync fails on them with ENOMEM). Not mincore: a capture child's
+// sandbox denies it (page-cache residency; sandbox.h, confine_capture_child). MS_ASYNC is a no-op.
 bool host_memory(const void* p, size_t n) {
   if (!p) return false;
   const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
   const uintptr_t a = reinterpret_cast<uintptr_t>(p) & ~(page - 1);
-  unsigned char v[1];
   (void)n;
-  return mincore(reinterpret_cast<void*>(a), 1, v) == 0;
+  return msync(reinterpret_cast<void*>(a), 1, MS_ASYNC) == 0;
 }
 
 std::vector<uint8_t> from_hex(const std::string& h) {

@@ -267,6 +267,8 @@ nlohmann::json Runner::probe_sandbox() {
 
 void Runner::pause() {
   if (paused_ || !proc_.running()) return;
+  // The whole process group: a shim runner's capture child (runner_main.cpp) stops with it.
+  ::kill(-proc_.pid(), SIGSTOP);
   ::kill(proc_.pid(), SIGSTOP);
   int status = 0;
   for (;;) {
@@ -285,6 +287,7 @@ void Runner::pause() {
 
 void Runner::resume() {
   if (!paused_ || !proc_.running()) return;
+  ::kill(-proc_.pid(), SIGCONT);
   ::kill(proc_.pid(), SIGCONT);
   paused_ = false;
 }

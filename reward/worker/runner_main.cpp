@@ -24,12 +24,26 @@
 // /dev/nvidia* and threads); its load request carries the worker's table
 // ({"op":"load","so":PATH,"table":TABLE}), and while it captures it may ask the worker what the
 // table cannot answer: {"id":ID,"query":Q} -> {"id":ID,"answer":A} (occupancy, TMA descriptors).
+//
+// Capture children (the shim runner, on unless --capture-children off; docs/sandbox.md, "Cold
+// means cold"): the runner loads the candidate once (its static constructors run here, before any
+// address is known), then captures every request in a fresh child of its own (fork; no CUDA
+// context here, so fork is safe) that handles exactly that one request and exits. The runner
+// never parses a request after the load and runs none of the candidate's code again (every signal
+// blocked, _Fork runs no atfork handlers); it relays the worker's lines to the current child over a
+// pipe made before the load, and a line that is no query answer waits for the child to end: no
+// child learns another's request, and nothing a child changed (its copy-on-write memory) outlives
+// it. The sandbox (capture_children) denies every object two processes could share.
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -153,6 +167,244 @@ nlohmann::json capture(LaunchFn fn, const nlohmann::json& req) {
 }
 #endif
 
+#ifdef KERNELRL_SHIM_RUNNER
+// ---- capture children
+// A child's exit status says what it did; any other status is a crash the runner repeats
+// (die_like). Not 0: a candidate that calls exit(0) mid-capture must read as today's exit.
+constexpr int kChildDone = 77;       // the child answered its request: fork the next
+constexpr int kChildEndRunner = 78;  // the worker said exit (or went away): the runner ends
+constexpr int kViolationExit = 3;   // the sandbox's report was written (sandbox.cpp)
+
+struct Relay {
+  int proto = -1;               // the channel to the worker (answers, queries: the child's own)
+  int to_child = -1;            // the write end of the relay pipe (made before the load)
+  int child_in = -1;            // its read end: each child's stdin
+  struct stat in_st {}, proto_st {}, relay_st {};  // identity of the kept descriptors
+};
+
+// A buffer outside the heap: what the worker sent during one child's life (its request, the
+// answers to its queries) is unmapped before the next fork, so no child inherits another's bytes.
+struct Bytes {
+  char* p = nullptr;
+  size_t n = 0, cap = 0;
+  void reserve(size_t want) {
+    if (want <= cap) return;
+    size_t c = cap ? cap : 1 << 16;
+    while (c < want) c *= 2;
+    void* q = p ? mremap(p, cap, c, MREMAP_MAYMOVE) : mmap(nullptr, c, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (q == MAP_FAILED) _exit(1);
+    p = static_cast<char*>(q), cap = c;
+  }
+  void drop_front(size_t k) {  // keep what follows the first k bytes, zero the rest
+    std::memmove(p, p + k, n - k);
+    n -= k;
+    std::memset(p + n, 0, cap - n);
+  }
+  void release() {
+    if (p) {
+      std::memset(p, 0, cap);
+      munmap(p, cap);
+    }
+    p = nullptr, n = cap = 0;
+  }
+};
+
+bool write_all(int fd, const char* p, size_t n) {
+  while (n) {
+    const ssize_t w = ::write(fd, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return false;
+    p += w, n -= static_cast<size_t>(w);
+  }
+  return true;
+}
+
+bool same_file(int fd, const struct stat& was) {
+  struct stat now {};
+  return ::fstat(fd, &now) == 0 && now.st_dev == was.st_dev && now.st_ino == was.st_ino;
+}
+
+// The sandbox's verdict line (as its SIGSYS handler writes it), then the runner ends.
+[[noreturn]] void violation(const std::string& check, const std::string& why) {
+  send({{"result", {{"status", "sandbox_violation"}, {"check", check}, {"reason", why}}}, {"fatal", true}});
+  _exit(kViolationExit);
+}
+
+// The runner dies as its child did, so that the worker's verdict is the one a runner that
+// crashed itself gets (Runner::died): the same signal, or the same exit status.
+[[noreturn]] void die_like(int status) {
+  int sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+  const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+  if (!sig && code > kSelfSignalExit && code <= kSelfSignalExit + 64) sig = code - kSelfSignalExit;
+  if (sig == SIGSYS)  // the sandbox forbids resetting SIGSYS: blocked, that trap kills with SIGSYS
+    ::signal(SIGSYS, SIG_DFL);
+  if (sig) {
+    std::fflush(nullptr);
+    ::signal(sig, SIG_DFL);
+    sigset_t one;
+    sigemptyset(&one);
+    sigaddset(&one, sig);
+    ::sigprocmask(SIG_UNBLOCK, &one, nullptr);
+    ::kill(::getpid(), sig);
+    if (sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU) ::kill(::getpid(), SIGKILL);
+    ::signal(SIGABRT, SIG_DFL);
+    ::kill(::getpid(), SIGABRT);  // an ignorable signal the child's disposition made fatal
+  }
+  _exit(code);
+}
+
+void on_sigchld(int) {}
+
+// Runs in the child: one request read from the relay, handled, and the child ends.
+[[noreturn]] void child_main(LaunchFn fn, const Relay& r, pid_t parent, const sigset_t& mask,
+                             const struct sigaction& chld) {
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (::getppid() != parent) _exit(1);
+  // Signals as the load left them (the sandbox's SIGSYS handler must run from here on; a fork
+  // leaves nothing pending).
+  ::sigaction(SIGCHLD, &chld, nullptr);
+  ::sigprocmask(SIG_SETMASK, &mask, nullptr);
+  ::dup2(r.child_in, 0);
+  ::close(r.child_in);
+  ::close(r.to_child);
+  const int null = ::open("/dev/null", O_WRONLY | O_CLOEXEC);  // its own: no shared log offset
+  if (null >= 0) {
+    ::dup2(null, 1);
+    ::dup2(null, 2);
+    ::close(null);
+  }
+  try {
+    confine_capture_child(static_cast<int>(parent));
+  } catch (const std::exception& e) {
+    send(failure(nullptr, "runner", e.what()));
+    _exit(1);
+  }
+  std::string line;
+  while (line.empty())
+    if (!std::getline(std::cin, line)) _exit(kChildEndRunner);
+  nlohmann::json req, id;
+  try {
+    req = nlohmann::json::parse(line);
+    id = req.value("id", nlohmann::json());
+  } catch (const std::exception& e) {
+    send({{"error", "runner"}, {"reason", std::string("bad request: ") + e.what()}});
+    _exit(kChildDone);
+  }
+  const std::string op = req.value("op", "");
+  if (op == "exit") _exit(kChildEndRunner);
+  try {
+    send(op == "capture" ? capture(fn, req) : failure(id, "runner", "unknown op " + op + " after the load"));
+  } catch (const std::exception& e) {
+    send(failure(id, "runner", e.what()));
+  }
+  std::fflush(nullptr);
+  _exit(kChildDone);
+}
+
+// After a successful load (answered here, `id`): the runner only forks, relays and reaps.
+[[noreturn]] void serve_in_children(LaunchFn fn, Relay& r, const nlohmann::json& id) {
+  // Children the candidate's load started would hold the worker's pipe: refuse (they die with
+  // the runner's process group, Runner::stop).
+  siginfo_t info{};
+  auto has_children = [&] {
+    return ::waitid(P_ALL, 0, &info, WEXITED | WSTOPPED | WNOHANG | WNOWAIT) == 0;
+  };
+  if (has_children())
+    violation("clone", "the candidate tried to start a process (its static initializers started process " +
+                           std::to_string(info.si_pid) + "), denied by the evaluator's sandbox");
+  if (!same_file(0, r.in_st) || !same_file(r.proto, r.proto_st) || !same_file(r.child_in, r.relay_st) ||
+      !same_file(r.to_child, r.relay_st))
+    violation("dup2", "the candidate tried to replace the runner's channel at load, denied by the evaluator's sandbox");
+  // Nothing else is inherited: a descriptor the load opened (a file offset is shared state).
+  for (int fd = 3; fd < 1024; ++fd)
+    if (fd != r.proto && fd != r.to_child && fd != r.child_in) ::close(fd);
+  ::syscall(SYS_close_range, 1024u, ~0u, 0u);
+  for (int fd : {0, r.proto, r.child_in, r.to_child}) ::fcntl(fd, F_SETFL, 0);  // blocking, as before
+  // None of the candidate's code runs here again: every signal stays blocked (a handler its
+  // static initializers installed never runs), SIGCHLD only wakes ppoll below.
+  sigset_t all, before, wait_mask;
+  sigfillset(&all);
+  ::sigprocmask(SIG_BLOCK, &all, &before);
+  struct sigaction chld_before {}, mine {};
+  mine.sa_handler = on_sigchld;
+  sigemptyset(&mine.sa_mask);
+  ::sigaction(SIGCHLD, &mine, &chld_before);
+  send({{"id", id}, {"loaded", true}});
+  sigfillset(&wait_mask);
+  sigdelset(&wait_mask, SIGCHLD);
+  const pid_t self = ::getpid();
+  Bytes in;  // bytes from the worker not yet given to a child
+  for (;;) {
+    // The next request: wait for the worker's first bytes, then fork the child that reads it.
+    if (in.n == 0) {
+      in.reserve(4096);
+      ssize_t k;
+      while ((k = ::read(0, in.p, in.cap)) < 0 && errno == EINTR) {
+      }
+      if (k <= 0) _exit(0);  // the worker went away
+      in.n = static_cast<size_t>(k);
+    }
+    if (has_children()) _exit(1);  // cannot happen: each child is reaped before the next
+    const pid_t pid = ::_Fork();
+    if (pid < 0) {
+      send(failure(nullptr, "runner", std::string("fork: ") + std::strerror(errno)));
+      _exit(1);
+    }
+    if (pid == 0) {
+      in.release();
+      child_main(fn, r, self, before, chld_before);
+    }
+    // Relay: the first line (its request) and then only answers to its queries; any other line
+    // is the next request and waits until this child has ended.
+    size_t given = 0;   // bytes of `in` already written to this child
+    int lines = 0;      // whole lines given
+    bool eof = false;
+    int status = 0;
+    for (;;) {
+      // Give whole lines while they are this child's.
+      for (;;) {
+        char* nl = static_cast<char*>(std::memchr(in.p + given, '\n', in.n - given));
+        if (!nl) break;
+        const bool answer = in.n - given >= 10 && std::memcmp(in.p + given, "{\"answer\":", 10) == 0;
+        if (lines > 0 && !answer) break;
+        const size_t len = static_cast<size_t>(nl - (in.p + given)) + 1;
+        if (!write_all(r.to_child, in.p + given, len)) break;
+        given += len;
+        ++lines;
+      }
+      const pid_t w = ::waitpid(pid, &status, WNOHANG);
+      if (w == pid) break;
+      pollfd p{0, static_cast<short>(eof ? 0 : POLLIN), 0};
+      const int rc = ::ppoll(&p, 1, nullptr, &wait_mask);
+      if (rc > 0 && (p.revents & (POLLIN | POLLHUP))) {
+        in.reserve(in.n + 4096);
+        const ssize_t k = ::read(0, in.p + in.n, in.cap - in.n);
+        if (k > 0) in.n += static_cast<size_t>(k);
+        else if (k == 0) eof = true;
+      }
+    }
+    // What the child left unread in the relay pipe (the worker's bytes) goes with it.
+    int left = 0;
+    while (::ioctl(r.child_in, FIONREAD, &left) == 0 && left > 0) {
+      char sink[4096];
+      if (::read(r.child_in, sink, std::min<size_t>(sizeof sink, static_cast<size_t>(left))) <= 0) break;
+      std::memset(sink, 0, sizeof sink);
+    }
+    in.drop_front(given);
+    if (in.n == 0) in.release();
+    if (WIFEXITED(status) && WEXITSTATUS(status) == kChildDone) {
+      if (eof && in.n == 0) _exit(0);
+      continue;
+    }
+    if (WIFEXITED(status) && WEXITSTATUS(status) == kChildEndRunner) {
+      std::fflush(nullptr);
+      _exit(0);
+    }
+    die_like(status);
+  }
+}
+#endif
+
 #ifdef KERNELRL_HAVE_CUDA
 cudaStream_t g_stream = nullptr;
 // The context's L2 set-aside for persisting accesses before the candidate was loaded (the
@@ -208,7 +460,7 @@ nlohmann::json capture(LaunchFn fn, const nlohmann::json& req) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string backend = "gpu", sandbox_mode = "auto", scratch;
+  std::string backend = "gpu", sandbox_mode = "auto", scratch, capture_children = "on";
   int device = 0, arena_fd = -1;
   uint64_t arena_addr = 0, arena_bytes = 0;
   for (int i = 1; i < argc; ++i) {
@@ -224,6 +476,7 @@ int main(int argc, char** argv) {
     else if (a == "--device") device = std::stoi(next());
     else if (a == "--sandbox") sandbox_mode = next();
     else if (a == "--scratch") scratch = next();
+    else if (a == "--capture-children") capture_children = next();  // shim: on | off (tests, bench)
     else if (a == "--arena-fd") arena_fd = std::stoi(next());
     else if (a == "--arena-addr") arena_addr = std::stoull(next(), nullptr, 0);
     else if (a == "--arena-bytes") arena_bytes = std::stoull(next(), nullptr, 0);
@@ -271,11 +524,33 @@ int main(int argc, char** argv) {
     return 1;
   }
 
+#ifdef KERNELRL_SHIM_RUNNER
+  const bool children = backend != "host" && capture_children != "off";
+  if (capture_children != "on" && capture_children != "off") {
+    send({{"ready", false}, {"error", "--capture-children takes on or off, not " + capture_children}});
+    return 1;
+  }
+  Relay relay;
+  if (children) {  // made before the sandbox denies pipes; its identity is checked after the load
+    int p[2];
+    if (::pipe2(p, O_CLOEXEC) != 0) {
+      send({{"ready", false}, {"error", std::string("pipe: ") + std::strerror(errno)}});
+      return 1;
+    }
+    relay.proto = proto, relay.child_in = p[0], relay.to_child = p[1];
+    ::fcntl(p[0], F_SETFD, 0);  // each child's stdin once dup2'd
+    ::fstat(0, &relay.in_st);
+    ::fstat(proto, &relay.proto_st);
+    ::fstat(p[0], &relay.relay_st);
+    ::prctl(PR_SET_CHILD_SUBREAPER, 1);  // a grandchild of the load is still the runner's to see
+  }
+#endif
   SandboxStatus sandbox;
   try {
 #ifdef KERNELRL_SHIM_RUNNER
     // No driver here, so nothing starts threads, and the candidate's host code gets no GPU.
-    sandbox = install_sandbox(sandbox_mode, scratch, proto, /*deny_threads=*/true, /*deny_gpu=*/true);
+    sandbox = install_sandbox(sandbox_mode, scratch, proto, /*deny_threads=*/true, /*deny_gpu=*/true,
+                              /*capture_children=*/children);
 #else
     sandbox = install_sandbox(sandbox_mode, scratch, proto, /*deny_threads=*/backend == "host");
 #endif
@@ -328,6 +603,9 @@ int main(int argc, char** argv) {
                        "no symbol kernelrl_launch with C linkage (declare it extern \"C\" or include kernel_abi.h)"));
           continue;
         }
+#ifdef KERNELRL_SHIM_RUNNER
+        if (children) serve_in_children(fn, relay, id);
+#endif
         send({{"id", id}, {"loaded", true}});
       } else if (!fn) {
         send(failure(id, "runner", "no candidate loaded"));

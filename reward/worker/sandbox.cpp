@@ -15,6 +15,10 @@
 // and so is an mmap with MAP_STACK: glibc's pthread_create maps the new thread's stack so, with
 // signals still open, while it blocks every signal (SIGSYS too) around the clone itself, where a
 // trap can only kill the process (the worker's `sigsys` verdict, unnamed).
+// With `capture_children` (the shim runner, runner_main.cpp) nothing is writable at all, process
+// creation without CLONE_THREAD/CLONE_VM is let through (the runner forks a child per capture),
+// and every kernel object that two processes could share to pass data is denied before the
+// candidate loads (kCaptureRules); each child adds confine_capture_child's filter on top.
 #include "reward/worker/sandbox.h"
 
 #include <dirent.h>
@@ -72,7 +76,8 @@ struct RulesetAttr {  // landlock_ruleset_attr as of ABI 6; older kernels accept
 // GPU's (/dev/nvidia*) unless `deny_gpu` (the shim runner, which has no CUDA context: its
 // candidate's host code gets no GPU at all). Returns the ruleset (kept open so that other
 // threads can confine themselves later).
-int enforce_landlock(int abi, const std::string& scratch, bool deny_gpu) {
+// `scratch_writable` false (capture_children): no directory is writable at all.
+int enforce_landlock(int abi, const std::string& scratch, bool deny_gpu, bool scratch_writable) {
   uint64_t fs =
       LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_REMOVE_DIR |
       LANDLOCK_ACCESS_FS_REMOVE_FILE | LANDLOCK_ACCESS_FS_MAKE_CHAR | LANDLOCK_ACCESS_FS_MAKE_DIR |
@@ -93,7 +98,7 @@ int enforce_landlock(int abi, const std::string& scratch, bool deny_gpu) {
     close(fd);
     if (rc != 0) fail("landlock_add_rule " + path);
   };
-  allow(scratch, fs & ~static_cast<uint64_t>(LANDLOCK_ACCESS_FS_EXECUTE));
+  if (scratch_writable) allow(scratch, fs & ~static_cast<uint64_t>(LANDLOCK_ACCESS_FS_EXECUTE));
   const uint64_t device = LANDLOCK_ACCESS_FS_WRITE_FILE | kFsTruncate | kFsIoctlDev;
   for (const char* d : {"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"})
     allow(d, device);
@@ -111,7 +116,8 @@ int enforce_landlock(int abi, const std::string& scratch, bool deny_gpu) {
 #if defined(__x86_64__)
 
 enum class Act { deny, write, no_sys };  // no_sys: fail with ENOSYS, no verdict
-enum class When { always, bits_set, bits_clear, equals, not_self };
+// in_set: the argument is one of `set`; not_in_set: it is none of them.
+enum class When { always, bits_set, bits_clear, equals, not_equals, not_self, in_set, not_in_set };
 struct Rule {
   long nr;
   const char* name;
@@ -121,6 +127,8 @@ struct Rule {
   int arg = 0;  // the argument `when` tests
   uint32_t value = 0;
   int path = -1;  // write rules: the argument holding the path written
+  const uint32_t* set = nullptr;  // in_set / not_in_set
+  int set_n = 0;
 };
 
 constexpr const char* kProcess = "start a process";
@@ -136,6 +144,18 @@ constexpr const char* kMeta = "change file metadata";
 constexpr const char* kSandbox = "change the sandbox";
 constexpr const char* kTty = "inject terminal input";
 constexpr const char* kWrite = "write outside its scratch directory";
+constexpr const char* kWriteNone =
+    "write a file (the shim capture runner has no writable directory: each call is captured in a "
+    "process of its own, and nothing one call writes may reach the next)";
+constexpr const char* kShare =
+    "create an object another process could share (shared memory, a pipe, IPC; each call is "
+    "captured in a process of its own, and nothing may pass from one to the next)";
+constexpr const char* kGroup = "leave the runner's process group";
+constexpr const char* kChildProcess = "start a process (a capture process starts none)";
+constexpr const char* kChildShared =
+    "change a descriptor the runner shares with the next capture (flags, owner, size)";
+constexpr const char* kChildOther =
+    "change another process's priority, affinity or limits, or read page-cache residency";
 constexpr uint32_t kWriteFlags = O_WRONLY | O_RDWR | O_CREAT | O_TRUNC;
 
 const Rule kRules[] = {
@@ -210,6 +230,49 @@ const Rule kRules[] = {
     {SYS_symlinkat, "symlinkat", Act::write, kWrite, When::always, 0, 0, 2},
 };
 
+// capture_children: every object two processes could share, denied before the candidate loads.
+const Rule kCaptureRules[] = {
+    {SYS_pipe, "pipe", Act::deny, kShare},
+    {SYS_pipe2, "pipe2", Act::deny, kShare},
+    {SYS_socketpair, "socketpair", Act::deny, kShare},
+    {SYS_memfd_create, "memfd_create", Act::deny, kShare},
+    {447 /* memfd_secret */, "memfd_secret", Act::deny, kShare},
+    {SYS_mmap, "mmap", Act::deny, kShare, When::bits_set, 3, MAP_SHARED},  // MAP_SHARED_VALIDATE too
+    // (with deny_threads, the filter tests MAP_STACK and MAP_SHARED in one rule: kStackRule)
+    {SYS_shmget, "shmget", Act::deny, kShare},
+    {SYS_shmat, "shmat", Act::deny, kShare},
+    {SYS_msgget, "msgget", Act::deny, kShare},
+    {SYS_msgsnd, "msgsnd", Act::deny, kShare},
+    {SYS_semget, "semget", Act::deny, kShare},
+    {SYS_semop, "semop", Act::deny, kShare},
+    {SYS_semtimedop, "semtimedop", Act::deny, kShare},
+    {SYS_mq_open, "mq_open", Act::deny, kShare},
+    {SYS_eventfd, "eventfd", Act::deny, kShare},
+    {SYS_eventfd2, "eventfd2", Act::deny, kShare},
+    {SYS_timerfd_create, "timerfd_create", Act::deny, kShare},
+    {SYS_epoll_create, "epoll_create", Act::deny, kShare},
+    {SYS_epoll_create1, "epoll_create1", Act::deny, kShare},
+    {SYS_inotify_init, "inotify_init", Act::deny, kShare},
+    {SYS_inotify_init1, "inotify_init1", Act::deny, kShare},
+    {SYS_fanotify_init, "fanotify_init", Act::deny, kShare},
+    {SYS_userfaultfd, "userfaultfd", Act::deny, kShare},
+    {SYS_add_key, "add_key", Act::deny, kShare},
+    {SYS_request_key, "request_key", Act::deny, kShare},
+    {SYS_keyctl, "keyctl", Act::deny, kShare},
+    {SYS_setpgid, "setpgid", Act::deny, kGroup},
+    {SYS_setsid, "setsid", Act::deny, kGroup},
+};
+
+// confine_capture_child: fcntl commands that only read (or duplicate) a descriptor; the ioctls
+// that set a shared file's flags or owner.
+const uint32_t kFcntlReads[] = {F_DUPFD, F_GETFD, F_SETFD, F_GETFL, F_GETLK, F_DUPFD_CLOEXEC,
+                                36 /* F_OFD_GETLK */, F_GETOWN, F_GETSIG, 16 /* F_GETOWN_EX */,
+                                1025 /* F_GETLEASE */, 1032 /* F_GETPIPE_SZ */, 1034 /* F_GET_SEALS */};
+const uint32_t kIoctlSets[] = {FIONBIO, FIOASYNC, 0x8901 /* FIOSETOWN */, 0x8902 /* SIOCSPGRP */,
+                               TIOCSPGRP};
+constexpr int kChildRuleCount = 18;
+Rule g_child_rules[kChildRuleCount];  // filled by confine_capture_child (the parent's pid in them)
+
 constexpr uint32_t kX32Bit = 0x40000000;  // x32 system calls: another ABI, another table
 constexpr int kViolationExit = 3;
 
@@ -222,6 +285,8 @@ struct {
   int report_fd = -1, ruleset = -1;
   uint32_t marker = 0;
   bool deny_threads = false;
+  bool capture_children = false;  // the runner forks a capture child per call
+  bool in_child = false;          // this process is such a child (confine_capture_child ran)
   std::atomic<bool> reported{false};
 } g;
 thread_local bool t_confined = false;  // this thread enforces the landlock ruleset
@@ -243,6 +308,12 @@ bool own_proc_entry(const char* path) {
 }
 
 const Rule* rule_for(long nr) {
+  if (g.in_child)  // the child's own filter first: it names the stricter rule
+    for (const Rule& r : g_child_rules)
+      if (r.name && r.nr == nr) return &r;
+  if (g.capture_children)
+    for (const Rule& r : kCaptureRules)
+      if (r.nr == nr) return &r;
   for (const Rule& r : kRules)
     if (r.nr == nr) return &r;
   return nullptr;
@@ -259,10 +330,26 @@ uint32_t arg_low(int i) {
   return offsetof(seccomp_data, args) + 8 * i;
 }  // little-endian
 
-std::vector<sock_filter> filter(bool confine_writes, uint32_t self, bool deny_threads) {
+// The process's filter (`child` false: kRules and, with capture_children, kCaptureRules) or a
+// capture child's (g_child_rules).
+std::vector<sock_filter> filter(bool confine_writes, uint32_t self, bool deny_threads, bool child = false) {
   std::vector<const Rule*> rules;
-  for (const Rule& r : kRules) rules.push_back(&r);
-  if (deny_threads) rules.push_back(&kStackRule);
+  if (child) {
+    for (const Rule& r : g_child_rules)
+      if (r.name) rules.push_back(&r);
+  } else {
+    for (const Rule& r : kRules) rules.push_back(&r);
+    // One rule per call number (the first that matches decides): mmap's stack and shared bits in
+    // one test.
+    static Rule mmap_rule = kStackRule;
+    if (deny_threads) {
+      if (g.capture_children) mmap_rule.value = MAP_STACK | MAP_SHARED;
+      rules.push_back(&mmap_rule);
+    }
+    if (g.capture_children)
+      for (const Rule& r : kCaptureRules)
+        if (!(deny_threads && r.nr == SYS_mmap)) rules.push_back(&r);
+  }
   std::vector<sock_filter> p = {
       load(offsetof(seccomp_data, arch)),
       BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
@@ -281,8 +368,22 @@ std::vector<sock_filter> filter(bool confine_writes, uint32_t self, bool deny_th
       body.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, g.marker, 0, 1));
       body.push_back(ret(SECCOMP_RET_ALLOW));
     }
-    if (r.when == When::always || (deny_threads && r.nr == SYS_clone)) {
+    const bool is_clone = !child && r.nr == SYS_clone;
+    if (is_clone && g.capture_children) {  // a process (the capture children) but no thread
+      body.push_back(load(arg_low(0)));
+      body.push_back(BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, CLONE_THREAD | CLONE_VM, 0, 1));
       body.push_back(ret(hit));
+      body.push_back(ret(SECCOMP_RET_ALLOW));
+    } else if (r.when == When::always || (deny_threads && is_clone)) {
+      body.push_back(ret(hit));
+    } else if (r.when == When::in_set || r.when == When::not_in_set) {
+      // [load][jeq v0]..[jeq vn-1][no match][match]: a match jumps to the last return
+      const bool hit_if_in = r.when == When::in_set;
+      body.push_back(load(arg_low(r.arg)));
+      for (int i = 0; i < r.set_n; ++i)
+        body.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, r.set[i], static_cast<uint8_t>(r.set_n - i), 0));
+      body.push_back(ret(hit_if_in ? SECCOMP_RET_ALLOW : hit));
+      body.push_back(ret(hit_if_in ? hit : SECCOMP_RET_ALLOW));
     } else {
       const bool bits = r.when == When::bits_set || r.when == When::bits_clear;
       const bool hit_if_true = r.when == When::bits_set || r.when == When::equals;
@@ -334,7 +435,7 @@ struct Line {
   l.raw(r ? r->name : "foreign_abi");
   l.raw("\",\"reason\":\"the candidate tried to ");
   if (r) {
-    l.raw(r->what);
+    l.raw(r->act == Act::write && g.capture_children ? kWriteNone : r->what);
     l.raw(": ");
     l.raw(r->name);
     l.raw("(");
@@ -372,7 +473,21 @@ void on_sigsys(int, siginfo_t* si, void* context) {
   const Rule* r = si->si_arch == AUDIT_ARCH_X86_64 && !(nr & kX32Bit) ? rule_for(nr) : nullptr;
   if (si->si_arch == AUDIT_ARCH_X86_64 && g.deny_threads) {
     if (nr == SYS_clone && (a[0] & CLONE_THREAD)) r = &kThreadRule;
-    if (nr == SYS_mmap) r = &kStackRule;
+    if (nr == SYS_mmap) r = a[3] & MAP_STACK ? &kStackRule : rule_for(SYS_mmap);
+  }
+  if (g.in_child && si->si_arch == AUDIT_ARCH_X86_64 &&
+      (nr == SYS_kill || nr == SYS_tkill || nr == SYS_tgkill || nr == SYS_rt_sigqueueinfo ||
+       nr == SYS_rt_tgsigqueueinfo) &&
+      a[0] == syscall(SYS_getpid)) {
+    // A signal to itself (abort(), raise()): the inherited filter cannot tell this child from
+    // another process. Signal 0 probes; any other ends the child as that signal would, and the
+    // runner dies of it in its turn (runner_main.cpp), so the worker's verdict is unchanged.
+    const long sig = nr == SYS_tgkill || nr == SYS_rt_tgsigqueueinfo ? a[2] : a[1];
+    if (sig == 0) {
+      reg[REG_RAX] = 0;
+      return;
+    }
+    _exit(kSelfSignalExit + static_cast<int>(sig & 63));  // 160..223
   }
   bool path_read = false;
   if (r && r->act == Act::write) {
@@ -397,6 +512,7 @@ void on_sigsys(int, siginfo_t* si, void* context) {
 void enforce_seccomp(int report_fd, bool confine_writes, bool deny_threads) {
   g.report_fd = report_fd;
   g.deny_threads = deny_threads;
+  // (g.capture_children is set by install_sandbox before this runs)
   while (g.marker == 0)
     if (getrandom(&g.marker, sizeof g.marker, 0) != sizeof g.marker) fail("getrandom");
   std::vector<sock_filter> p =
@@ -424,7 +540,7 @@ void enforce_seccomp(int report_fd, bool confine_writes, bool deny_threads) {
 }  // namespace
 
 SandboxStatus install_sandbox(const std::string& mode, const std::string& scratch, int report_fd,
-                              bool deny_threads, bool deny_gpu) {
+                              bool deny_threads, bool deny_gpu, bool capture_children) {
   SandboxStatus st;
   if (mode == "off") {
     st.summary = "off (reward.sandbox: off)";
@@ -460,7 +576,7 @@ SandboxStatus install_sandbox(const std::string& mode, const std::string& scratc
 #if defined(__x86_64__)
   if (no_landlock.empty()) {
     try {
-      g.ruleset = enforce_landlock(static_cast<int>(abi), scratch, deny_gpu);
+      g.ruleset = enforce_landlock(static_cast<int>(abi), scratch, deny_gpu, !capture_children);
       t_confined = true;
       st.landlock_abi = static_cast<int>(abi);
     } catch (const std::runtime_error& e) {
@@ -470,6 +586,7 @@ SandboxStatus install_sandbox(const std::string& mode, const std::string& scratc
   }
   if (no_seccomp.empty()) {
     try {
+      g.capture_children = capture_children;
       enforce_seccomp(report_fd, st.landlock_abi > 0, deny_threads);
       st.seccomp = true;
     } catch (const std::runtime_error& e) {
@@ -481,7 +598,7 @@ SandboxStatus install_sandbox(const std::string& mode, const std::string& scratc
   (void)report_fd;
   (void)deny_threads;
   try {
-    enforce_landlock(static_cast<int>(abi), scratch, deny_gpu);
+    enforce_landlock(static_cast<int>(abi), scratch, deny_gpu, !capture_children);
     st.landlock_abi = static_cast<int>(abi);
   } catch (const std::runtime_error& e) {
     no_landlock = e.what();
@@ -497,6 +614,39 @@ SandboxStatus install_sandbox(const std::string& mode, const std::string& scratc
   else
     st.summary = "off (" + no_landlock + "; " + no_seccomp + ")";
   return st;
+}
+
+void confine_capture_child(int parent) {
+#if defined(__x86_64__)
+  if (!g.capture_children) return;  // the runner's sandbox is not in force
+  const uint32_t pp = static_cast<uint32_t>(parent);
+  int n = 0;
+  auto add = [&](const Rule& r) { g_child_rules[n++] = r; };
+  add({SYS_clone, "clone", Act::deny, kChildProcess});
+  add({SYS_fork, "fork", Act::deny, kChildProcess});
+  add({SYS_vfork, "vfork", Act::deny, kChildProcess});
+  for (const auto& [nr, name] : {std::pair<long, const char*>{SYS_kill, "kill"}, {SYS_tkill, "tkill"},
+                                 {SYS_tgkill, "tgkill"}, {SYS_rt_sigqueueinfo, "rt_sigqueueinfo"},
+                                 {SYS_rt_tgsigqueueinfo, "rt_tgsigqueueinfo"}})
+    add({nr, name, Act::deny, kOther, When::equals, 0, pp});
+  add({SYS_fcntl, "fcntl", Act::deny, kChildShared, When::not_in_set, 1, 0, -1, kFcntlReads,
+       static_cast<int>(sizeof kFcntlReads / sizeof kFcntlReads[0])});
+  add({SYS_ioctl, "ioctl", Act::deny, kChildShared, When::in_set, 1, 0, -1, kIoctlSets,
+       static_cast<int>(sizeof kIoctlSets / sizeof kIoctlSets[0])});
+  for (const auto& [nr, name] :
+       {std::pair<long, const char*>{SYS_setpriority, "setpriority"}, {SYS_sched_setaffinity, "sched_setaffinity"},
+        {SYS_sched_setscheduler, "sched_setscheduler"}, {SYS_sched_setparam, "sched_setparam"},
+        {SYS_sched_setattr, "sched_setattr"}, {SYS_ioprio_set, "ioprio_set"}, {SYS_mincore, "mincore"}})
+    add({nr, name, Act::deny, kChildOther});
+  add({SYS_prlimit64, "prlimit64", Act::deny, kChildOther, When::not_equals, 0, 0});  // pid 0: itself
+  if (n > kChildRuleCount) std::abort();
+  std::vector<sock_filter> p = filter(/*confine_writes=*/false, 0, /*deny_threads=*/false, /*child=*/true);
+  sock_fprog prog{static_cast<unsigned short>(p.size()), p.data()};
+  g.in_child = true;
+  if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) != 0) fail("seccomp (capture child)");
+#else
+  (void)parent;
+#endif
 }
 
 }  // namespace kernelrl::worker

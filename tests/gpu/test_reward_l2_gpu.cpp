@@ -6,6 +6,8 @@
 // KERNELRL_L2_FLUSH=memset, KERNELRL_TIMING_DIAG=fixed_sets) their gain is printed beside, so
 // each run shows the fixtures still bite. The PDL pair: overlap with the call's own kernels is
 // timed, overlap with the previous call is not. Skips where no GPU is visible.
+// KERNELRL_TEST_CAPTURE=shim runs it with the shim runner, whose capture children also make the
+// prefetch fixture learn no stride at all (checked with its PREFETCH_TELL build).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -103,6 +105,24 @@ TEST(RewardL2Gpu, ColdFixturesTimeAsThePlainKernel) {
     EXPECT_GE(now.evict_last, now.plain * (1 - tol)) << "evict_last inputs stay in L2 through the flush at " << n;
     EXPECT_GE(now.prefetch, now.plain * (1 - tol)) << "the next timing set's prefetch reaches it at " << n;
   }
+  // Whether the prefetch fixture's host code learned a stride at all: its PREFETCH_TELL build
+  // returns non-zero from the first call that saw a previous set's pointers. With the context
+  // runner (one process captures every set) it does (so the tell works); with the shim runner each
+  // call is captured in a fresh child (docs/sandbox.md, "Cold means cold") and it never does.
+  RewardConfig cfg;
+  cfg.backend = "gpu";
+  cfg.capture = test_capture();
+  cfg.cache_dir = (dir / "cache").string();
+  cfg.call_timeout_s = 3;
+  Evaluator ev(cfg, dir / "results-tell.sqlite");
+  auto tell = ev.evaluate(hgemm_task(64, 64, 64, "nn"),
+                          {tagged("#define PREFETCH_TELL 1\n" + fixture("gpu_l2_prefetch_next.cu"), run + 10)});
+  std::printf("[l2 tell %s] %s/%s %s\n", cfg.capture.c_str(), status_name(tell[0].status), tell[0].check.c_str(),
+              tell[0].reason.c_str());
+  if (cfg.capture == "shim")
+    EXPECT_EQ(tell[0].status, EvalStatus::ok) << "a capture learned the previous set's pointers: " << tell[0].reason;
+  else
+    EXPECT_EQ(tell[0].check, "nonzero_return") << "the tell did not fire in one process: " << tell[0].reason;
 }
 
 TEST(RewardL2Gpu, PdlOverlapsItsOwnKernelsNotThePreviousCall) {

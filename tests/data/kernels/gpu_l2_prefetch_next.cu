@@ -5,7 +5,9 @@
 // outputs are its own (the call-boundary replay sees nothing). With timing sets at a constant
 // stride replayed in capture order it won 6-7 % at 64^3-256^3 (H200, 2026-11-28). Expected now
 // (sets at random offsets, replayed in an order drawn after capture): ok, cold time within the
-// noise of gpu_l2_tiled.cu's.
+// noise of gpu_l2_tiled.cu's. With reward.capture: shim each call is captured in a fresh child
+// of the runner (docs/sandbox.md), so g_prev_* are always 0 and it learns no stride at all
+// (PREFETCH_TELL makes that visible as a verdict).
 #include <cuda_fp16.h>
 
 #include <cstdint>
@@ -54,6 +56,11 @@ extern "C" int kernelrl_launch(const kernelrl_args* a, void* stream) {
   // Only a plausible stride (a timing set's neighbour, not a check trial's far-away buffer).
   const long long limit = 256ll << 20;
   if (sa == 0 || sb == 0 || llabs(sa) > limit || llabs(sb) > limit) sa = sb = 0;
+#ifdef PREFETCH_TELL
+  // Tells RewardL2Gpu that a stride was learned (nonzero_return): with the shim runner's capture
+  // children no capture sees the previous one, so this never fires there.
+  if (sa != 0) return 1;
+#endif
   g_prev_a = pa;
   g_prev_b = pb;
   dim3 block(kTile, kTile), grid((N + kTile - 1) / kTile, (M + kTile - 1) / kTile);
