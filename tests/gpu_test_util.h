@@ -22,12 +22,12 @@ inline bool have_cuda_device() {
 #endif
 }
 
-// reward.capture for the GPU suites (docs/sandbox.md, "The runner"): unset or
-// KERNELRL_TEST_CAPTURE=shim runs every evaluator they start with the shim capture runner (the
-// default), `context` with the context runner, so that the whole GPU suite runs in both modes.
+// reward.capture for the GPU suites (docs/sandbox.md, "The runner"): KERNELRL_TEST_CAPTURE=shim
+// runs every evaluator they start with the shim capture runner, unset or `context` with the
+// context runner (the default), so that the whole GPU suite runs in both modes.
 inline std::string test_capture() {
   const char* e = std::getenv("KERNELRL_TEST_CAPTURE");
-  return e && *e ? e : "shim";  // reward.capture's default
+  return e && *e ? e : "context";  // reward.capture's default
 }
 
 }  // namespace kernelrl
