@@ -3,8 +3,9 @@
 #   bash bench/gpu_issue40.sh BUILD_DIR OUT_DIR
 # BUILD_DIR must hold a built kernelrl and kernelrl_eval_worker (the lead's batch builds first).
 #   scaling  bench/gpu_multigpu.sh's RL phase (PHASES="policy rl": no pretraining tokens/s row)
-#            on configs/quickstart.yaml's hgemm_rl stage from its 2000-step policy (pretrained
-#            here on 1 GPU, ~75 s, unless RL_POLICY names one), RL_STEPS (2) steps a run (the
+#            on configs/lift-small.yaml's hgemm_rl stage (RL_CONFIG, RL_STAGE) from its policy
+#            (pretrained here on 1 GPU by bench/gpu_rl_lift.sh unless RL_POLICY names one; with
+#            RL_CONFIG=configs/quickstart.yaml the quickstart's 2000-step policy, 89 s on an H200), RL_STEPS (2) steps a run (the
 #            table measures the steps after the first): rl1 (1 GPU, 4 prompts x 8), rl2 / rl4
 #            (the same global batch: strong scaling), rl2w / rl4w (2 and 4 times the prompts:
 #            weak scaling). Exemplar pools are seeded ahead (before step 1), so no step seeds.
@@ -22,8 +23,9 @@
 # for the rest on the warm machine. Writes OUT_DIR/issue40.md (the scaling table from
 # bench/multigpu_table.py with rl_guard's verdict per run, the split arm's row and its guard) and
 # OUT_DIR/files-*.tgz (logs, metrics, utilization samples). Exits 1 when a guard failed.
-# Expected: 7-9 minutes on 4 H200s (estimate, not yet run: policy ~75 s, each scaling run
-# 40-90 s of which seeding ahead 10-40 s, the split arm ~2 min).
+# Measured (4 x H200, 2026-11-28, with the quickstart job then the default): the policy 89 s, seeding
+# ahead 38-41 s a run, steps 45-60 s (compile-bound); the scaling arm did not fit one 420 s call.
+# With lift-small, expect its pretraining to take a call of its own (bench/gpu_rl_lift.sh resumes).
 set -uo pipefail
 build=${1:?usage: gpu_issue40.sh BUILD_DIR OUT_DIR}
 out=${2:?usage: gpu_issue40.sh BUILD_DIR OUT_DIR}
@@ -43,6 +45,11 @@ rc=0
 if [[ " $arms " == *" scaling "* ]]; then
   # 2 GPUs: rl1, rl2, rl2w; then 4 GPUs: rl4, rl4w (rl1 is shared). Each call packs its own files.
   stamp "scaling: 1 and 2 GPUs"
+  # The RL job: lift-small's (RL_CONFIG/RL_STAGE override), whose 8.4M policy writes kernels that
+  # compile in seconds, as the 2026-11-27 scaling rows. The quickstart's policy writes CUTLASS-
+  # heavy kernels: on 4 H200s (2026-11-28) its steps waited 40-49 s on the slowest nvcc, so GPU
+  # count could not show.
+  export RL_CONFIG=${RL_CONFIG:-configs/lift-small.yaml} RL_STAGE=${RL_STAGE:-1}
   NGPU=2 PHASES="policy rl" ROOT=$root RL_STEPS=${RL_STEPS:-2} RL_TIMEOUT=${RL_TIMEOUT:-240} \
     bash "$here/gpu_multigpu.sh" "$build" "$out/scale2" > "$out/scale2.log" 2>&1
   stamp "scaling: 4 GPUs"
