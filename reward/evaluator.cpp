@@ -555,9 +555,10 @@ void Evaluator::Impl::prewarm(size_t w, size_t candidates) {
   const size_t count = std::min<size_t>(share, static_cast<size_t>(cfg.spare_runners));
   try {  // (runs on a worker's thread: nothing may escape it)
     const nlohmann::json res = workers[w]->evaluate({{"op", "prewarm"}, {"count", count}});
-    if (res.value("status", "") != "ok")
+    if (res.value("status", "") != "ok") {
       KRL_LOG(debug) << "reward: spare runners on worker " << w << ": " << res.value("status", "") << " ("
                      << res.value("reason", "") << ")";
+    }
   } catch (const std::exception& e) {
     KRL_LOG(debug) << "reward: spare runners on worker " << w << ": " << e.what();
   }

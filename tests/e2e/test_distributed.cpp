@@ -8,6 +8,8 @@
 // at a c10d rendezvous as two nodes and train like one node of 2 ranks.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <algorithm>
 #include <signal.h>
 #include <unistd.h>
 
@@ -328,9 +330,20 @@ TEST_F(Distributed, TwoTorchrunNodesOnOneHostTrainLikeOneNodeOfTwoRanks) {
   EXPECT_GT(rb[0]["updates"].get<int64_t>(), 0);  // the RL step updated the policy
 }
 
+// The parent's pid of `pid`, from /proc (-1 when it is gone).
+pid_t parent_of(pid_t pid) {
+  const std::string stat = read_text(fs::path("/proc") / std::to_string(pid) / "stat");  // pid (comm) state ppid ...
+  const size_t close = stat.rfind(')');
+  return close == std::string::npos ? -1 : static_cast<pid_t>(std::stoi(stat.substr(close + 4)));
+}
+
 // The evaluation worker processes (kernelrl_eval_worker) whose scratch directory lies under
-// `cache`: (their --device, their parent's pid), read from /proc.
-std::set<std::pair<int, pid_t>> eval_workers_under(const fs::path& cache) {
+// `cache`: (their --device, the nearest of `ranks` among their ancestors, else their parent's
+// pid), read from /proc. An ancestor, not only the parent: a worker's child between its fork and
+// its exec (a runner being started) still has the worker's command line, and its parent is the
+// worker (the clean clone's CI run of 2026-11-28 sampled one: a third "worker" on --device 6
+// whose parent was rank 1's worker).
+std::set<std::pair<int, pid_t>> eval_workers_under(const fs::path& cache, const pid_t* ranks, int n_ranks) {
   std::set<std::pair<int, pid_t>> out;
   for (const auto& e : fs::directory_iterator("/proc")) {
     const std::string name = e.path().filename();
@@ -341,10 +354,15 @@ std::set<std::pair<int, pid_t>> eval_workers_under(const fs::path& cache) {
         cmdline.find(cache.string()) == std::string::npos)
       continue;
     const size_t d = cmdline.find("--device ");
-    const std::string stat = read_text(e.path() / "stat");  // pid (comm) state ppid ...
-    const size_t close = stat.rfind(')');
-    if (d == std::string::npos || close == std::string::npos) continue;
-    out.emplace(std::stoi(cmdline.substr(d + 9)), static_cast<pid_t>(std::stoi(stat.substr(close + 4))));
+    const pid_t parent = parent_of(static_cast<pid_t>(std::stoi(name)));
+    if (d == std::string::npos || parent < 0) continue;
+    pid_t owner = parent;
+    for (pid_t p = parent; p > 1; p = parent_of(p))
+      if (std::find(ranks, ranks + n_ranks, p) != ranks + n_ranks) {
+        owner = p;
+        break;
+      }
+    out.emplace(std::stoi(cmdline.substr(d + 9)), owner);
   }
   return out;
 }
@@ -376,13 +394,14 @@ TEST_F(Distributed, EvaluationGpusApartServeEveryRankAndPoolsAreSeededAhead) {
     for (int i = 0; i < 6000 && rc < 0; ++i) {  // up to 600 s, sampling /proc every 0.1 s
       for (int r = 0; r < 2; ++r)
         if (rank_pid[r] < 0) rank_pid[r] = find_rank(split, r);
-      for (const auto& w : eval_workers_under(cache)) seen.insert(w);
+      for (const auto& w : eval_workers_under(cache, rank_pid, 2)) seen.insert(w);
       rc = run.wait(0.1);
     }
     ASSERT_EQ(rc, 0) << read_text(run.log);
   }
   ASSERT_GT(rank_pid[0], 0);
   ASSERT_GT(rank_pid[1], 0);
+  // Every worker seen ran on its rank's listed GPU, below that rank, and both ranks had theirs.
   EXPECT_EQ(seen, (std::set<std::pair<int, pid_t>>{{5, rank_pid[0]}, {6, rank_pid[1]}}));
   auto ra = stage_records(split, "general_rl");
   ASSERT_EQ(ra.size(), 2u);

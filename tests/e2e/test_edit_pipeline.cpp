@@ -84,7 +84,9 @@ TEST(EditModePipeline, HostRlAppliesEditsNamesFailuresAndUpdates) {
       } else {
         ++edited;
       }
-      if (v.contains("code")) EXPECT_EQ(v["code"].get<std::string>().find("<<<<<<< SEARCH"), std::string::npos);
+      if (v.contains("code")) {
+        EXPECT_EQ(v["code"].get<std::string>().find("<<<<<<< SEARCH"), std::string::npos);
+      }
     }
   std::printf("lift measure in edit mode: %lld of %zu samples applied\n", static_cast<long long>(edited),
               samples["before"].size() + samples["after"].size());

@@ -250,11 +250,15 @@ TEST(LiftPipeline, SplitAnnotateTrainMeasurePromoteOnTheHostBackend) {
         else EXPECT_EQ(cls, x["status"].get<std::string>());
         new_samples += cls == "new_tuple" || cls == "new_body";
         if (passed) best = std::max(best, x["speedup"].get<double>());
-        if (side == "after" && passed) EXPECT_FALSE(x["code"].get<std::string>().empty());
+        if (side == "after" && passed) {
+          EXPECT_FALSE(x["code"].get<std::string>().empty());
+        }
       }
       EXPECT_EQ(ok, r[side + "_passed"].get<int64_t>()) << side;
       EXPECT_NEAR(best, r[side].get<double>(), 1e-9) << side;
-      if (side != "best_of_n") EXPECT_EQ(new_samples, r[side + "_novel"].get<int64_t>()) << side;
+      if (side != "best_of_n") {
+        EXPECT_EQ(new_samples, r[side + "_novel"].get<int64_t>()) << side;
+      }
     }
     EXPECT_EQ(v["family_list"].size(), r["family_list_variants"].get<size_t>());
   }
