@@ -1,6 +1,7 @@
 #include "catalog/catalog.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <ctime>
@@ -339,14 +340,48 @@ Catalog merge_catalogs(Catalog base, const Catalog& extra) {
   return base;
 }
 
-std::string format_catalog(const Catalog& c) {
+std::map<std::string, int64_t> catalog_devices(const Catalog& c) {
+  std::map<std::string, int64_t> out;
+  for (const auto& e : c.entries) ++out[e.device];
+  return out;
+}
+
+std::string resolve_catalog_device(const Catalog& c, const std::string& wanted) {
+  const auto devices = catalog_devices(c);
+  if (devices.count(wanted)) return wanted;
+  auto lower = [](std::string s) {
+    for (auto& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    return s;
+  };
+  std::vector<std::string> hits;
+  for (const auto& [d, n] : devices)
+    if (!wanted.empty() && lower(d).find(lower(wanted)) != std::string::npos) hits.push_back(d);
+  if (hits.size() == 1) return hits[0];
+  std::string have;
+  for (const auto& [d, n] : devices) have += (have.empty() ? "\"" : ", \"") + d + "\"";
+  throw UserError("--device: \"" + wanted + "\" " +
+                  (hits.empty() ? "names none" : "names several") + " of the catalog's devices (" +
+                  (have.empty() ? "it has no entries" : have) + "); pass one of them");
+}
+
+std::string format_catalog(const Catalog& c, const std::string& device) {
   std::ostringstream out;
+  const auto devices = catalog_devices(c);
+  if (device.empty() && devices.size() > 1) {
+    out << devices.size() << " devices, one table each (`--device NAME` shows one):\n";
+    for (const auto& [d, n] : devices) out << "  " << d << ": " << n << " entries\n";
+    out << "\n";
+  }
   // One table per (backend, device); entries are sorted by key, so each group is contiguous.
   for (size_t i = 0; i < c.entries.size();) {
     size_t j = i;
     while (j < c.entries.size() && c.entries[j].backend == c.entries[i].backend &&
            c.entries[j].device == c.entries[i].device)
       ++j;
+    if (!device.empty() && c.entries[i].device != device) {
+      i = j;
+      continue;
+    }
     const CatalogEntry& first = c.entries[i];
     const std::string ref = first.reference;
     const bool gpu = first.backend == "gpu";

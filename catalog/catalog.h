@@ -122,9 +122,16 @@ Catalog read_catalog(const std::filesystem::path& path);
 nlohmann::json to_json(const CatalogEntry& e);
 CatalogEntry catalog_entry_from_json(const nlohmann::json& j);
 
-// The `kernelrl catalog show` table: per device, one row per entry (shape, layout, acc, kernel,
-// device us, reference us, speedup, lt-auto-max speedup, evaluations, where it came from), then
-// wins and means, and how many entries an RL policy wrote.
-std::string format_catalog(const Catalog& c);
+// The catalog's devices (the evaluator's names, "host" for the host backend) and their entries.
+std::map<std::string, int64_t> catalog_devices(const Catalog& c);
+// The device a `--device` argument names: an exact name, else the only one containing it
+// (case-insensitive: "H200"). Throws UserError listing the devices when none or several match.
+std::string resolve_catalog_device(const Catalog& c, const std::string& wanted);
+
+// The `kernelrl catalog show` table: the devices it holds, then per device one row per entry
+// (shape, layout, acc, kernel, device us, reference us, speedup, lt-auto-max speedup,
+// evaluations, where it came from), wins and means, and how many entries an RL policy wrote.
+// `device` non-empty: that device's table only (an exact name, see resolve_catalog_device).
+std::string format_catalog(const Catalog& c, const std::string& device = "");
 
 }  // namespace kernelrl

@@ -56,9 +56,21 @@ std::string arch_for_device(const std::string& device) {
   return "";
 }
 
+namespace {
+
+std::string quoted_list(const std::set<std::string>& names) {
+  std::string out;
+  for (const auto& d : names) out += (out.empty() ? "" : ", ") + ("\"" + d + "\"");
+  return out.empty() ? "no GPU entries" : out;
+}
+
+}  // namespace
+
 ExportSummary export_catalog(const Catalog& catalog, const ExportOptions& o) {
   ExportSummary s;
-  // 1. The GPU whose entries go into the package.
+  // 1. The GPUs whose entries go into the package: each gets its own dispatch table, chosen at
+  // run time by the name of the device the library runs on. One package compiles for one
+  // architecture, so the devices must share it.
   std::set<std::string> devices;
   for (const auto& e : catalog.entries)
     if (e.backend == "gpu") devices.insert(e.device);
@@ -68,30 +80,50 @@ ExportSummary export_catalog(const Catalog& catalog, const ExportOptions& o) {
   if (host_entries)
     s.notes.push_back(std::to_string(host_entries) +
                       " host-backend entries left out (C++ kernels for the CPU)");
-  if (!o.device.empty()) {
-    if (!devices.count(o.device)) {
-      std::string have;
-      for (const auto& d : devices) have += (have.empty() ? "" : ", ") + ("\"" + d + "\"");
-      throw UserError("--device: the catalog has no entries for \"" + o.device +
-                      "\"; it has: " + (have.empty() ? "no GPU entries" : have));
-    }
-    s.device = o.device;
-  } else if (devices.size() == 1) {
-    s.device = *devices.begin();
-  } else if (devices.size() > 1) {
-    std::string have;
-    for (const auto& d : devices) have += (have.empty() ? "" : ", ") + ("\"" + d + "\"");
-    throw UserError("the catalog has entries for several GPUs (" + have +
-                    "); pick one with --device");
-  } else {
-    s.notes.push_back("no GPU entries: every shape goes to cuBLASLt");
+  std::set<std::string> chosen;
+  for (const auto& d : o.devices) {
+    if (!devices.count(d))
+      throw UserError("--device: the catalog has no entries for \"" + d +
+                      "\"; it has: " + quoted_list(devices));
+    chosen.insert(d);
   }
+  if (o.devices.empty()) chosen = devices;
+  if (chosen.empty()) s.notes.push_back("no GPU entries: every shape goes to cuBLASLt");
 
-  // 2. Entries (fp32 accumulation: what hgemm promises) and their kernels.
+  // 2. Architecture: --arch, else the one the chosen devices share.
+  s.arch = o.arch;
+  if (s.arch.empty()) {
+    std::map<std::string, std::set<std::string>> by_arch;
+    for (const auto& d : chosen) {
+      const std::string a = arch_for_device(d);
+      if (a.empty())
+        throw UserError("--arch: cannot tell the architecture of \"" + d +
+                        "\"; pass it, e.g. --arch sm_90a (or leave the device out with --device)");
+      by_arch[a].insert(d);
+    }
+    if (by_arch.size() > 1) {
+      std::string what;
+      for (const auto& [a, ds] : by_arch) what += (what.empty() ? "" : "; ") + a + ": " + quoted_list(ds);
+      throw UserError("the catalog's GPUs need different architectures (" + what +
+                      "); a package compiles for one: pick its devices with --device");
+    }
+    s.arch = by_arch.empty() ? "sm_90a" : by_arch.begin()->first;  // nothing compiled if empty
+  }
+  static const std::regex arch_re(R"(^sm_(\d+[a-z]?)$)");
+  std::smatch am;
+  if (!std::regex_match(s.arch, am, arch_re))
+    throw UserError("--arch: \"" + s.arch + "\" is not an SM architecture like sm_90a or sm_80");
+  const std::string arch_num = am[1];
+  s.devices.assign(chosen.begin(), chosen.end());
+  std::map<std::string, int> device_index;
+  for (const auto& d : s.devices) device_index.emplace(d, static_cast<int>(device_index.size()));
+
+  // 3. Entries (fp32 accumulation: what hgemm promises) and their kernels, once each however
+  // many devices' tables name them (the id is the source's content hash).
   std::vector<const CatalogEntry*> entries;
   int f16 = 0;
   for (const auto& e : catalog.entries) {
-    if (e.backend != "gpu" || e.device != s.device) continue;
+    if (e.backend != "gpu" || !chosen.count(e.device)) continue;
     if (e.acc != "f32") {
       ++f16;
       continue;
@@ -103,9 +135,9 @@ ExportSummary export_catalog(const Catalog& catalog, const ExportOptions& o) {
   if (f16)
     s.notes.push_back(std::to_string(f16) +
                       " fp16-accumulation entries left out (hgemm accumulates in fp32)");
-  std::sort(entries.begin(), entries.end(), [](const CatalogEntry* a, const CatalogEntry* b) {
-    return std::make_tuple(a->m, a->n, a->k, a->layout) <
-           std::make_tuple(b->m, b->n, b->k, b->layout);
+  std::sort(entries.begin(), entries.end(), [&](const CatalogEntry* a, const CatalogEntry* b) {
+    return std::make_tuple(device_index.at(a->device), a->m, a->n, a->k, a->layout) <
+           std::make_tuple(device_index.at(b->device), b->m, b->n, b->k, b->layout);
   });
   std::vector<std::string> kernel_ids;
   std::map<std::string, size_t> kernel_index;
@@ -113,20 +145,9 @@ ExportSummary export_catalog(const Catalog& catalog, const ExportOptions& o) {
   for (const auto* e : entries) {
     if (kernel_index.emplace(e->kernel_id, kernel_ids.size()).second)
       kernel_ids.push_back(e->kernel_id);
-    kernel_shapes[e->kernel_id].push_back(e->shape() + " " + e->layout);
+    kernel_shapes[e->kernel_id].push_back(e->shape() + " " + e->layout +
+                                          (s.devices.size() > 1 ? " on " + e->device : ""));
   }
-
-  // 3. Architecture.
-  s.arch = o.arch.empty() ? arch_for_device(s.device) : o.arch;
-  if (s.arch.empty() && !kernel_ids.empty())
-    throw UserError("--arch: cannot tell the architecture of \"" + s.device +
-                    "\"; pass it, e.g. --arch sm_90a");
-  if (s.arch.empty()) s.arch = "sm_90a";  // nothing is compiled for it
-  static const std::regex arch_re(R"(^sm_(\d+[a-z]?)$)");
-  std::smatch am;
-  if (!std::regex_match(s.arch, am, arch_re))
-    throw UserError("--arch: \"" + s.arch + "\" is not an SM architecture like sm_90a or sm_80");
-  const std::string arch_num = am[1];
 
   // 4. Write the package into a temp directory, then move it into place.
   if (fs::exists(o.out)) {
@@ -145,26 +166,36 @@ ExportSummary export_catalog(const Catalog& catalog, const ExportOptions& o) {
 
   int wins = 0;
   std::ostringstream table;
-  table << "// Generated by `kernelrl catalog export` from the catalog's " << s.device
-        << " entries.\n"
-        << "static const char kCatalogDevice[] = \"" << c_literal(s.device) << "\";\n"
+  table << "// Generated by `kernelrl catalog export`: one dispatch table per GPU the catalog was\n"
+        << "// measured on; the library picks the one named like the device it runs on\n"
+        << "// (src/device_table.h), none (cuBLASLt) for any other device.\n"
+        << "static const std::vector<const char*> kDeviceNames = {";
+  for (size_t i = 0; i < s.devices.size(); ++i)
+    table << (i ? ", " : "") << "\"" << c_literal(s.devices[i]) << "\"";
+  table << "};\n"
         << "static const char kCatalogArch[] = \"" << s.arch << "\";\n"
         << "static const std::vector<const char*> kKernelIds = {";
   for (size_t i = 0; i < kernel_ids.size(); ++i)
     table << (i ? ", " : "") << "\"" << kernel_ids[i] << "\"";
   table << "};\n"
-        << "// M, N, K, layout (0 nn, 1 tn), kernel, kernel device us, lt-auto device us, wins\n"
+        << "// device, M, N, K, layout (0 nn, 1 tn), kernel, kernel device us, lt-auto device us, "
+           "wins\n"
         << "static const std::vector<Entry> kEntries = {\n";
   Catalog exported;
   exported.created_at = catalog.created_at;
   exported.inputs = catalog.inputs;
+  s.device_entries.assign(s.devices.size(), 0);
+  s.device_wins.assign(s.devices.size(), 0);
   for (const auto* e : entries) {
     const bool w = e->speedup > o.min_speedup;
+    const int d = device_index.at(e->device);
     wins += w;
+    ++s.device_entries[d];
+    s.device_wins[d] += w;
     double lt = e->baselines.count("lt-auto") ? e->baselines.at("lt-auto").device_us : 0;
-    table << "    {" << e->m << ", " << e->n << ", " << e->k << ", " << (e->layout == "tn" ? 1 : 0)
-          << ", " << kernel_index.at(e->kernel_id) << ", " << num(e->time.device_us) << ", "
-          << num(lt) << ", " << (w ? "true" : "false") << "},\n";
+    table << "    {" << d << ", " << e->m << ", " << e->n << ", " << e->k << ", "
+          << (e->layout == "tn" ? 1 : 0) << ", " << kernel_index.at(e->kernel_id) << ", "
+          << num(e->time.device_us) << ", " << num(lt) << ", " << (w ? "true" : "false") << "},\n";
     exported.entries.push_back(*e);
     exported.sources[e->kernel_id] = catalog.sources.at(e->kernel_id);
   }
@@ -173,8 +204,7 @@ ExportSummary export_catalog(const Catalog& catalog, const ExportOptions& o) {
 
   for (const auto& id : kernel_ids) {
     std::ostringstream k;
-    k << "// Catalog kernel " << id << " (`kernelrl catalog export`), measured on " << s.device
-      << "; best at:";
+    k << "// Catalog kernel " << id << " (`kernelrl catalog export`); best at:";
     const auto& shapes = kernel_shapes[id];
     for (size_t i = 0; i < shapes.size(); ++i) k << (i % 6 == 0 ? "\n//  " : ", ") << shapes[i];
     k << "\n// Built with -Dkernelrl_launch=kernelrl_catalog_" << id
@@ -190,7 +220,9 @@ ExportSummary export_catalog(const Catalog& catalog, const ExportOptions& o) {
   for (const auto& id : kernel_ids) cm << " " << id;
   cm << ")\nset(KERNELRL_CATALOG_KERNEL_COUNT " << kernel_ids.size() << ")\n"
      << "set(KERNELRL_CATALOG_ARCH_DEFAULT \"" << arch_num << "\")\n"
-     << "set(KERNELRL_CATALOG_DEVICE \"" << c_literal(s.device) << "\")\n"
+     << "set(KERNELRL_CATALOG_DEVICES \"";
+  for (size_t i = 0; i < s.devices.size(); ++i) cm << (i ? ";" : "") << c_literal(s.devices[i]);
+  cm << "\")\n"
      << "set(KERNELRL_CATALOG_CUTLASS_DEFAULT \"" << c_literal(o.cutlass_include) << "\")\n";
   write(tmp / "catalog.cmake", cm.str());
   write_catalog(tmp / "catalog.json", exported);

@@ -163,16 +163,24 @@ void register_catalog(CLI::App& app) {
         "catalog %s: %zu entries, %zu kernels (%lld evaluations left out; `kernelrl catalog show` "
         "lists why)\n",
         b->out.c_str(), c.entries.size(), c.sources.size(), static_cast<long long>(skipped));
+    for (const auto& [device, n] : catalog_devices(c))
+      std::printf("  %s: %lld entries\n", device.c_str(), static_cast<long long>(n));
   });
 
-  auto show_path = std::make_shared<std::string>();
+  struct ShowOpts {
+    std::string path, device;
+  };
+  auto sh = std::make_shared<ShowOpts>();
   auto* show = cat->add_subcommand(
       "show", "Print a catalog: shape, layout, kernel, device us, lt-auto us, speedup");
-  show->add_option("catalog", *show_path, "catalog file")->required();
-  show->callback([show_path] {
-    Catalog c = read_catalog(*show_path);
-    std::printf("catalog %s, built %s from %zu input(s)\n\n%s", show_path->c_str(),
-                c.created_at.c_str(), c.inputs.size(), format_catalog(c).c_str());
+  show->add_option("catalog", sh->path, "catalog file")->required();
+  show->add_option("--device", sh->device,
+                   "only this device's table: its name, or a part naming one (e.g. H200)");
+  show->callback([sh] {
+    Catalog c = read_catalog(sh->path);
+    const std::string device = sh->device.empty() ? "" : resolve_catalog_device(c, sh->device);
+    std::printf("catalog %s, built %s from %zu input(s)\n\n%s", sh->path.c_str(),
+                c.created_at.c_str(), c.inputs.size(), format_catalog(c, device).c_str());
   });
 
   struct ExportOpts {
@@ -186,8 +194,9 @@ void register_catalog(CLI::App& app) {
   exp->add_option("--out", x->o.out, "package directory")->required();
   exp->add_option("--arch", x->o.arch,
                   "SM architecture of the kernels, e.g. sm_90a (default: from the device)");
-  exp->add_option("--device", x->o.device,
-                  "the GPU whose entries to export (when the catalog has several)");
+  exp->add_option("--device", x->o.devices,
+                  "a GPU whose table to export (repeatable; default: every GPU of the catalog, "
+                  "which must share one architecture); a part of its name will do (H200)");
   exp->add_option("--min-speedup", x->o.min_speedup,
                   "dispatch to a kernel where its speedup over lt-auto exceeds this (default 1)");
   exp->add_flag("--only-winners", x->o.only_winners,
@@ -197,15 +206,24 @@ void register_catalog(CLI::App& app) {
       "CUTLASS include dir written as the package's default (default: the evaluator's)");
   exp->callback([x] {
     Catalog c = read_catalog(x->catalog);
+    for (auto& d : x->o.devices) d = resolve_catalog_device(c, d);
     if (x->o.cutlass_include.empty()) {
       auto dirs = resolve_include_dirs({"auto"});
       if (!dirs.empty()) x->o.cutlass_include = dirs[0];
     }
     ExportSummary s = export_catalog(c, x->o);
+    std::string devices;
+    for (const auto& d : s.devices) devices += (devices.empty() ? "" : " + ") + d;
     std::printf(
         "exported %s: %d entries for %s, %d dispatch to their kernel, %d kernel module(s) for %s\n",
-        x->o.out.c_str(), s.entries, s.device.empty() ? "no GPU" : s.device.c_str(), s.wins,
+        x->o.out.c_str(), s.entries, devices.empty() ? "no GPU" : devices.c_str(), s.wins,
         s.kernels, s.arch.c_str());
+    if (s.devices.size() > 1)
+      for (size_t i = 0; i < s.devices.size(); ++i)
+        std::printf("  table %zu: %s, %d entries, %d dispatch to their kernel\n", i,
+                    s.devices[i].c_str(), s.device_entries[i], s.device_wins[i]);
+    std::printf("  any other GPU: cuBLASLt for every shape (KERNELRL_CATALOG_DEVICE=NAME forces a "
+                "table)\n");
     for (const auto& n : s.notes) std::printf("  note: %s\n", n.c_str());
     std::printf(
         "build: cmake -S %s -B %s/build && cmake --build %s/build -j && cmake --install %s/build "

@@ -89,14 +89,14 @@ std::string naive_32x8() {
 }
 
 void add_gpu_row(ResultStore& store, const std::string& task, const std::string& source,
-                 double cand_us, double lt_us) {
+                 double cand_us, double lt_us, const std::string& gpu = "NVIDIA H100 80GB HBM3") {
   EvalResult r;
   r.hash = "h" + std::to_string(source.size());
   r.task = task;
   r.status = EvalStatus::ok;
   r.cand = {cand_us, cand_us, cand_us, cand_us, 0.01, 20, "device", cand_us + 6};
   r.baselines["lt-auto"] = {lt_us, lt_us, lt_us, lt_us, 0.01, 20, "device", lt_us + 9};
-  store.add_result(r, source, "gpu", "NVIDIA H100 80GB HBM3", "device/cold/g20", "s");
+  store.add_result(r, source, "gpu", gpu, "device/cold/g20", "s");
 }
 
 TEST(CatalogCli, ExportedPackageBuildsInstallsAndAConsumerFindsIt) {
@@ -111,14 +111,31 @@ TEST(CatalogCli, ExportedPackageBuildsInstallsAndAConsumerFindsIt) {
     add_gpu_row(store, "hgemm_256x256x256_nn", k2, 5.0, 6.0);    // 1.2x: dispatched
     add_gpu_row(store, "hgemm_512x512x512_nn", k1, 20.0, 10.0);  // 0.5x: cuBLASLt
   }
+  {
+    // A second card, its own store: k2 wins 128^3 there (1.4x over k1's 1.1x); 512^3 goes to k1.
+    ResultStore store(dir / "h200.sqlite");
+    add_gpu_row(store, "hgemm_128x128x128_nn", k1, 5.0, 5.5, "NVIDIA H200");
+    add_gpu_row(store, "hgemm_128x128x128_nn", k2, 5.0, 7.0, "NVIDIA H200");
+    add_gpu_row(store, "hgemm_512x512x512_nn", k1, 8.0, 10.0, "NVIDIA H200");
+  }
   const std::string cat = (dir / "cat.json").string(), pkg = (dir / "pkg").string();
   auto b = testing::run_kernelrl("catalog build --from " + (dir / "gpu.sqlite").string() +
-                                 " --out " + cat);
+                                 " --from " + (dir / "h200.sqlite").string() + " --out " + cat);
   ASSERT_EQ(b.exit_code, 0) << b.output;
+  EXPECT_NE(b.output.find("  NVIDIA H200: 2 entries\n"), std::string::npos) << b.output;
+  auto sh = testing::run_kernelrl("catalog show " + cat + " --device h200");
+  ASSERT_EQ(sh.exit_code, 0) << sh.output;
+  EXPECT_EQ(sh.output.find("H100"), std::string::npos) << sh.output;
+  EXPECT_NE(sh.output.find("NVIDIA H200 (gpu backend)"), std::string::npos) << sh.output;
+  auto bad = testing::run_kernelrl("catalog show " + cat + " --device A100");
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_NE(bad.output.find("names none of the catalog's devices"), std::string::npos)
+      << bad.output;
   auto x = testing::run_kernelrl("catalog export " + cat + " --out " + pkg);
   ASSERT_EQ(x.exit_code, 0) << x.output;
-  EXPECT_NE(x.output.find("3 entries for NVIDIA H100 80GB HBM3, 2 dispatch to their kernel, 2 "
-                          "kernel module(s) for sm_90a"),
+  // Both cards' tables; k1 and k2 serve both, compiled once each.
+  EXPECT_NE(x.output.find("5 entries for NVIDIA H100 80GB HBM3 + NVIDIA H200, 4 dispatch to "
+                          "their kernel, 2 kernel module(s) for sm_90a"),
             std::string::npos)
       << x.output;
   // Kernel ids by source, from the exported catalog.
@@ -133,7 +150,9 @@ TEST(CatalogCli, ExportedPackageBuildsInstallsAndAConsumerFindsIt) {
   auto cfg =
       testing::run_command("cmake -S " + pkg + " -B " + build + " -DKERNELRL_CATALOG_TORCH=OFF");
   ASSERT_EQ(cfg.exit_code, 0) << cfg.output;
-  EXPECT_NE(cfg.output.find("2 kernel(s) for sm_90a, PyTorch operators: OFF"), std::string::npos)
+  EXPECT_NE(cfg.output.find("2 kernel(s) for sm_90a, PyTorch operators: OFF; tables for: NVIDIA "
+                            "H100 80GB HBM3, NVIDIA H200"),
+            std::string::npos)
       << cfg.output;
   auto bld = testing::run_command("cmake --build " + build + " -j 2");
   ASSERT_EQ(bld.exit_code, 0) << bld.output;  // both kernels define hgemm_naive: no clash
@@ -161,7 +180,12 @@ TEST(CatalogCli, ExportedPackageBuildsInstallsAndAConsumerFindsIt) {
 #include <cstdio>
 static const char* r(const char* x) { return x ? x : "cublaslt"; }
 int main() {
-  std::printf("entries %d wins %d arch %s device %s\n", kernelrl_catalog_entries(), kernelrl_catalog_wins(),
+  std::printf("devices %d: %s | %s | %s\n", kernelrl_catalog_device_count(),
+              kernelrl_catalog_device_name(0), kernelrl_catalog_device_name(1),
+              kernelrl_catalog_device_name(2) ? "?" : "null");
+  std::printf("table_for H200 %d, H100 PCIe %d\n", kernelrl_catalog_table_for("NVIDIA H200"),
+              kernelrl_catalog_table_for("NVIDIA H100 PCIe"));
+  std::printf("entries %d wins %d arch %s device [%s]\n", kernelrl_catalog_entries(), kernelrl_catalog_wins(),
               kernelrl_catalog_arch(), kernelrl_catalog_device());
   std::printf("128nn %s\n", r(kernelrl_catalog_route(128, 128, 128, KERNELRL_LAYOUT_NN)));
   std::printf("256nn %s\n", r(kernelrl_catalog_route(256, 256, 256, KERNELRL_LAYOUT_NN)));
@@ -186,9 +210,38 @@ int main() {
   ASSERT_EQ(ucfg.exit_code, 0) << ucfg.output;
   auto ubld = testing::run_command("cmake --build " + ubuild);
   ASSERT_EQ(ubld.exit_code, 0) << ubld.output;
-  auto run = testing::run_command(ubuild + "/use");
+  // No GPU here: no device table, every shape to cuBLASLt, unless KERNELRL_CATALOG_DEVICE
+  // forces one (the test machine may have a GPU: then its own name decides, not an H100's).
+  auto plain = testing::run_command("env -u KERNELRL_CATALOG_DEVICE CUDA_VISIBLE_DEVICES= " +
+                                    ubuild + "/use");
+  ASSERT_EQ(plain.exit_code, 0) << plain.output;
+  EXPECT_NE(plain.output.find("devices 2: NVIDIA H100 80GB HBM3 | NVIDIA H200 | null"),
+            std::string::npos)
+      << plain.output;
+  EXPECT_NE(plain.output.find("table_for H200 1, H100 PCIe -1"), std::string::npos)
+      << plain.output;
+  EXPECT_NE(plain.output.find("entries 0 wins 0 arch sm_90a device []"), std::string::npos)
+      << plain.output;
+  EXPECT_NE(plain.output.find("128nn cublaslt\n"), std::string::npos) << plain.output;
+  EXPECT_NE(plain.output.find("catalog 512nn cublaslt\n"), std::string::npos) << plain.output;
+  auto h200 = testing::run_command("KERNELRL_CATALOG_DEVICE='NVIDIA H200' " + ubuild + "/use");
+  ASSERT_EQ(h200.exit_code, 0) << h200.output;
+  EXPECT_NE(h200.output.find("entries 2 wins 2 arch sm_90a device [NVIDIA H200]"),
+            std::string::npos)
+      << h200.output;
+  EXPECT_NE(h200.output.find("128nn " + id2 + "\n"), std::string::npos) << h200.output;
+  EXPECT_NE(h200.output.find("256nn cublaslt\n"), std::string::npos) << h200.output;
+  EXPECT_NE(h200.output.find("512nn " + id1 + "\n"), std::string::npos) << h200.output;
+  auto other = testing::run_command("KERNELRL_CATALOG_DEVICE='NVIDIA A100-SXM4-80GB' " + ubuild +
+                                    "/use 2>&1");
+  ASSERT_EQ(other.exit_code, 0) << other.output;
+  EXPECT_NE(other.output.find("is none of the catalog's devices"), std::string::npos)
+      << other.output;
+  EXPECT_NE(other.output.find("128nn cublaslt\n"), std::string::npos) << other.output;
+  auto run = testing::run_command("KERNELRL_CATALOG_DEVICE='NVIDIA H100 80GB HBM3' " + ubuild +
+                                  "/use");
   ASSERT_EQ(run.exit_code, 0) << run.output;
-  EXPECT_NE(run.output.find("entries 3 wins 2 arch sm_90a device NVIDIA H100 80GB HBM3"),
+  EXPECT_NE(run.output.find("entries 3 wins 2 arch sm_90a device [NVIDIA H100 80GB HBM3]"),
             std::string::npos)
       << run.output;
   EXPECT_NE(run.output.find("128nn " + id1 + "\n"), std::string::npos) << run.output;

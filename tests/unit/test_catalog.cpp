@@ -7,6 +7,7 @@
 
 #include "catalog/catalog.h"
 #include "catalog/export.h"
+#include "catalog/package/src/device_table.h"
 #include "common/error.h"
 #include "common/fs.h"
 #include "data/tasks/task_suite.h"
@@ -222,7 +223,7 @@ TEST(Catalog, ExportWritesTheDispatchTableKernelsAndPackageFiles) {
   ExportOptions o;
   o.out = dir / "pkg";
   ExportSummary s = export_catalog(c, o);
-  EXPECT_EQ(s.device, h100);
+  EXPECT_EQ(s.devices, std::vector<std::string>{h100});
   EXPECT_EQ(s.arch, "sm_90a");
   EXPECT_EQ(s.entries, 3);
   EXPECT_EQ(s.wins, 2);
@@ -239,18 +240,18 @@ TEST(Catalog, ExportWritesTheDispatchTableKernelsAndPackageFiles) {
       testing::read_text(dir / "pkg/cmake/KernelRLCatalogConfig.cmake.in").find("@PACKAGE_INIT@"),
       std::string::npos);
   std::string table = testing::read_text(dir / "pkg/src/catalog_table.inc");
-  // Sorted by (M, N, K, layout); kernel indices in first-use order.
+  // Sorted by (device, M, N, K, layout); kernel indices in first-use order.
   EXPECT_NE(table.find("{\"kbbbbbbbbbbbb\", \"kaaaaaaaaaaaa\"}"), std::string::npos) << table;
-  size_t r1 = table.find("{128, 128, 128, 0, 0, 4, 5.2, true}"),
-         r2 = table.find("{128, 128, 128, 1, 0, 4, 5, true}"),
-         r3 = table.find("{256, 256, 256, 0, 1, 10, 8, false}");
+  size_t r1 = table.find("{0, 128, 128, 128, 0, 0, 4, 5.2, true}"),
+         r2 = table.find("{0, 128, 128, 128, 1, 0, 4, 5, true}"),
+         r3 = table.find("{0, 256, 256, 256, 0, 1, 10, 8, false}");
   ASSERT_NE(r1, std::string::npos) << table;
   ASSERT_NE(r2, std::string::npos) << table;
   ASSERT_NE(r3, std::string::npos) << table;
   EXPECT_LT(r1, r2);
   EXPECT_LT(r2, r3);
   EXPECT_EQ(table.find("512"), std::string::npos) << table;
-  EXPECT_NE(table.find("kCatalogDevice[] = \"NVIDIA H100 80GB HBM3\""), std::string::npos) << table;
+  EXPECT_NE(table.find("kDeviceNames = {\"NVIDIA H100 80GB HBM3\"}"), std::string::npos) << table;
 
   std::string cm = testing::read_text(dir / "pkg/catalog.cmake");
   EXPECT_NE(cm.find("set(KERNELRL_CATALOG_KERNELS kbbbbbbbbbbbb kaaaaaaaaaaaa)"), std::string::npos)
@@ -283,14 +284,16 @@ TEST(Catalog, ExportRefusesAmbiguousOrUnknownInput) {
   c.sources = {{"kaaaaaaaaaaaa", "// A\n"}};
   ExportOptions o;
   o.out = dir / "pkg";
-  EXPECT_THROW(export_catalog(c, o), UserError);  // three GPUs, no --device
-  o.device = "NVIDIA B9000";
+  EXPECT_THROW(export_catalog(c, o), UserError);  // three GPUs of different (or unknown) archs
+  o.devices = {"NVIDIA H100 80GB HBM3", "NVIDIA A100-SXM4-80GB"};
+  EXPECT_THROW(export_catalog(c, o), UserError);  // sm_90a and sm_80: one package, one arch
+  o.devices = {"NVIDIA B9000"};
   EXPECT_THROW(export_catalog(c, o), UserError);  // not in the catalog
-  o.device = "Mystery GPU";
+  o.devices = {"Mystery GPU"};
   EXPECT_THROW(export_catalog(c, o), UserError);  // unknown arch, no --arch
   o.arch = "90a";
   EXPECT_THROW(export_catalog(c, o), UserError);  // not sm_NN
-  o.device = "NVIDIA A100-SXM4-80GB";
+  o.devices = {"NVIDIA A100-SXM4-80GB"};
   o.arch.clear();
   EXPECT_EQ(export_catalog(c, o).arch, "sm_80");
   // A directory that is not an earlier export is never replaced.
@@ -300,6 +303,144 @@ TEST(Catalog, ExportRefusesAmbiguousOrUnknownInput) {
   EXPECT_TRUE(fs::exists(dir / "mine" / "notes.txt"));
   EXPECT_EQ(arch_for_device("NVIDIA H200"), "sm_90a");
   EXPECT_EQ(arch_for_device("NVIDIA GeForce GTX 1080"), "");
+}
+
+// Issue 41: an H100's winners are not an H200's. Two stores of two cards, the same shapes: each
+// (device, shape, layout, acc) keeps its own fastest kernel, side by side.
+TEST(Catalog, StoresOfTwoDevicesKeepEachDevicesOwnWinners) {
+  testing::ScratchDir dir;
+  const std::string h100 = "NVIDIA H100 80GB HBM3", h200 = "NVIDIA H200";
+  // H100: A 12/10 = 1.2x beats B 11/10 = 1.1x. H200: B 13/10 = 1.3x beats A 10.5/10 = 1.05x.
+  store_rows(dir / "h100.sqlite", "gpu", h100,
+             {{"hgemm_256x256x256_nn", kSrcA, 10.0, 12.0},
+              {"hgemm_256x256x256_nn", kSrcB, 10.0, 11.0},
+              {"hgemm_512x512x512_tn", kSrcC, 10.0, 9.0}});  // H100 only: 0.9x
+  store_rows(dir / "h200.sqlite", "gpu", h200,
+             {{"hgemm_256x256x256_nn", kSrcA, 10.0, 10.5},
+              {"hgemm_256x256x256_nn", kSrcB, 10.0, 13.0},
+              {"hgemm_256x256x256_nn_acc16", kSrcD, 10.0, 20.0}});  // its own key: 2x
+  CatalogBuilder b;
+  b.add_store(dir / "h100.sqlite");
+  b.add_store(dir / "h200.sqlite");
+  Catalog c = b.finish();
+  ASSERT_EQ(c.entries.size(), 4u);
+  std::map<std::string, std::string> winner;  // "device shape layout acc" -> source
+  for (const auto& e : c.entries)
+    winner[e.device + " " + e.shape() + " " + e.layout + " " + e.acc] = c.sources.at(e.kernel_id);
+  EXPECT_EQ(winner[h100 + " 256x256x256 nn f32"], kSrcA);
+  EXPECT_EQ(winner[h200 + " 256x256x256 nn f32"], kSrcB);
+  EXPECT_EQ(winner[h100 + " 512x512x512 tn f32"], kSrcC);
+  EXPECT_EQ(winner[h200 + " 256x256x256 nn f16"], kSrcD);
+  EXPECT_EQ(catalog_devices(c), (std::map<std::string, int64_t>{{h100, 2}, {h200, 2}}));
+
+  // Merging a catalog of one card into one of the other keeps both cards' entries.
+  CatalogBuilder only100, only200;
+  only100.add_store(dir / "h100.sqlite");
+  only200.add_store(dir / "h200.sqlite");
+  Catalog merged = merge_catalogs(only100.finish(), only200.finish());
+  EXPECT_EQ(catalog_devices(merged), catalog_devices(c));
+  EXPECT_EQ(merged.sources.size(), 4u);  // A, B, C, D: B and A each win on one card
+
+  // show: the devices first; --device shows one card's table, by name or by a part of it.
+  std::string all = format_catalog(c);
+  EXPECT_NE(all.find("2 devices, one table each"), std::string::npos) << all;
+  EXPECT_NE(all.find("  NVIDIA H200: 2 entries\n"), std::string::npos) << all;
+  EXPECT_NE(all.find(h100 + " (gpu backend)"), std::string::npos) << all;
+  EXPECT_NE(all.find(h200 + " (gpu backend)"), std::string::npos) << all;
+  EXPECT_EQ(resolve_catalog_device(c, "h200"), h200);
+  EXPECT_EQ(resolve_catalog_device(c, h100), h100);
+  EXPECT_THROW(resolve_catalog_device(c, "NVIDIA"), UserError);  // names both
+  EXPECT_THROW(resolve_catalog_device(c, "A100"), UserError);    // names none
+  std::string one = format_catalog(c, h200);
+  EXPECT_EQ(one.find(h100), std::string::npos) << one;
+  EXPECT_EQ(one.find("512x512x512"), std::string::npos) << one;
+  EXPECT_NE(one.find(h200 + " (gpu backend)"), std::string::npos) << one;
+  // 256^3 nn on the H200: B, 13/10 = 1.3x.
+  EXPECT_NE(one.find("10.00       13.00    1.300x"), std::string::npos) << one;
+}
+
+// Export of two cards: one table per device in the generated source, sorted by (device, shape),
+// and a kernel that wins on both compiled once.
+TEST(Catalog, ExportWritesOneTablePerDeviceAndEachKernelOnce) {
+  testing::ScratchDir dir;
+  const std::string h100 = "NVIDIA H100 80GB HBM3", h200 = "NVIDIA H200";
+  Catalog c;
+  c.entries = {gpu_entry(h100, 128, "nn", "f32", "kaaaaaaaaaaaa", 4, 6),    // 1.5x
+               gpu_entry(h100, 256, "nn", "f32", "kbbbbbbbbbbbb", 10, 12),  // 1.2x
+               gpu_entry(h200, 128, "nn", "f32", "kbbbbbbbbbbbb", 4, 5),    // 1.25x: B here
+               gpu_entry(h200, 512, "tn", "f32", "kcccccccccccc", 10, 9)};  // 0.9x: cuBLASLt
+  c.sources = {{"kaaaaaaaaaaaa", "// A\n"}, {"kbbbbbbbbbbbb", "// B\n"}, {"kcccccccccccc", "// C\n"}};
+  ExportOptions o;
+  o.out = dir / "pkg";
+  ExportSummary s = export_catalog(c, o);
+  EXPECT_EQ(s.devices, (std::vector<std::string>{h100, h200}));
+  EXPECT_EQ(s.arch, "sm_90a");
+  EXPECT_EQ(s.entries, 4);
+  EXPECT_EQ(s.wins, 3);
+  EXPECT_EQ(s.device_entries, (std::vector<int>{2, 2}));
+  EXPECT_EQ(s.device_wins, (std::vector<int>{2, 1}));
+  EXPECT_EQ(s.kernels, 3);  // B serves both cards: one module
+
+  std::string table = testing::read_text(dir / "pkg/src/catalog_table.inc");
+  EXPECT_NE(table.find("kDeviceNames = {\"NVIDIA H100 80GB HBM3\", \"NVIDIA H200\"}"),
+            std::string::npos)
+      << table;
+  EXPECT_NE(table.find("kKernelIds = {\"kaaaaaaaaaaaa\", \"kbbbbbbbbbbbb\", \"kcccccccccccc\"}"),
+            std::string::npos)
+      << table;
+  size_t r1 = table.find("{0, 128, 128, 128, 0, 0, 4, 6, true}"),
+         r2 = table.find("{0, 256, 256, 256, 0, 1, 10, 12, true}"),
+         r3 = table.find("{1, 128, 128, 128, 0, 1, 4, 5, true}"),
+         r4 = table.find("{1, 512, 512, 512, 1, 2, 10, 9, false}");
+  ASSERT_NE(r1, std::string::npos) << table;
+  ASSERT_NE(r2, std::string::npos) << table;
+  ASSERT_NE(r3, std::string::npos) << table;
+  ASSERT_NE(r4, std::string::npos) << table;
+  EXPECT_LT(r1, r2);
+  EXPECT_LT(r2, r3);
+  EXPECT_LT(r3, r4);
+  std::string cm = testing::read_text(dir / "pkg/catalog.cmake");
+  EXPECT_NE(cm.find("set(KERNELRL_CATALOG_DEVICES \"NVIDIA H100 80GB HBM3;NVIDIA H200\")"),
+            std::string::npos)
+      << cm;
+  EXPECT_NE(cm.find("set(KERNELRL_CATALOG_KERNELS kaaaaaaaaaaaa kbbbbbbbbbbbb kcccccccccccc)"),
+            std::string::npos)
+      << cm;
+  // The dispatcher's device choice and the package's header ship with it.
+  EXPECT_TRUE(fs::exists(dir / "pkg/src/device_table.h"));
+  std::string header = testing::read_text(dir / "pkg/include/kernelrl_catalog.h");
+  for (const char* f : {"kernelrl_catalog_device(void)", "kernelrl_catalog_device_count(void)",
+                        "kernelrl_catalog_device_name(int i)", "kernelrl_catalog_table_for(",
+                        "KERNELRL_CATALOG_DEVICE="})
+    EXPECT_NE(header.find(f), std::string::npos) << f;
+  std::string lib = testing::read_text(dir / "pkg/src/kernelrl_catalog.cpp");
+  EXPECT_NE(lib.find("cudaGetDeviceProperties"), std::string::npos);
+
+  // One card only: its table alone, and only its kernels.
+  o.devices = {h200};
+  s = export_catalog(c, o);
+  EXPECT_EQ(s.devices, std::vector<std::string>{h200});
+  EXPECT_EQ(s.kernels, 2);
+  EXPECT_FALSE(fs::exists(dir / "pkg/kernels/kaaaaaaaaaaaa.cu"));
+  EXPECT_EQ(read_catalog(dir / "pkg/catalog.json").entries.size(), 2u);
+}
+
+// The dispatcher's choice of table by device name (the package's src/device_table.h): exact
+// names only, so that no card borrows another's winners; anything else is "none" (cuBLASLt).
+TEST(Catalog, DeviceTableIsChosenByTheExactDeviceName) {
+  using kernelrl_catalog_detail::device_table_for;
+  const char* tables[] = {"NVIDIA H100 80GB HBM3", "NVIDIA H200"};
+  EXPECT_EQ(device_table_for("NVIDIA H100 80GB HBM3", tables, 2), 0);
+  EXPECT_EQ(device_table_for("NVIDIA H200", tables, 2), 1);
+  EXPECT_EQ(device_table_for("  NVIDIA H200 \n", tables, 2), 1);  // stray spaces aside
+  EXPECT_EQ(device_table_for("NVIDIA H100 PCIe", tables, 2), -1);  // another card
+  EXPECT_EQ(device_table_for("NVIDIA H200 NVL", tables, 2), -1);   // a prefix is not a match
+  EXPECT_EQ(device_table_for("NVIDIA H20", tables, 2), -1);        // nor is a part of one
+  EXPECT_EQ(device_table_for("nvidia h200", tables, 2), -1);
+  EXPECT_EQ(device_table_for("Fake GPU 9000", tables, 2), -1);
+  EXPECT_EQ(device_table_for("", tables, 2), -1);
+  EXPECT_EQ(device_table_for(nullptr, tables, 2), -1);
+  EXPECT_EQ(device_table_for("NVIDIA H200", tables, 0), -1);  // a catalog with no GPU entries
 }
 
 // The GPU bench reads the llm grid from configs/grids/llm.txt; it must stay the built-in grid.

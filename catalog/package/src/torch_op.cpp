@@ -4,6 +4,7 @@
 //   c = torch.ops.kernelrl.hgemm(a, b, "nn")   # a: (M, K) fp16; b: (K, N) for nn, (N, K) for tn
 //   torch.ops.kernelrl.route(M, N, K, "nn")    # kernel id the dispatch picks, "" = cuBLASLt
 //   torch.ops.kernelrl.set_dispatch("auto")    # auto | cublaslt | catalog
+//   torch.ops.kernelrl.device()                # the table the current device uses, "" = none
 // hgemm runs on the current CUDA stream and may be captured into a CUDA graph once its shape
 // has been called outside capture.
 #include <ATen/ATen.h>
@@ -66,6 +67,10 @@ std::string route(int64_t m, int64_t n, int64_t k, c10::string_view layout) {
   return id ? id : "";
 }
 
+std::string device() {
+  return kernelrl_catalog_device();
+}
+
 void set_dispatch(c10::string_view mode) {
   TORCH_CHECK(mode == "auto" || mode == "cublaslt" || mode == "catalog",
               "kernelrl::set_dispatch: mode must be auto, cublaslt or catalog, got \"",
@@ -81,6 +86,7 @@ TORCH_LIBRARY(kernelrl, m) {
   m.def("hgemm(Tensor a, Tensor b, str layout=\"nn\") -> Tensor");
   m.def("route(int m, int n, int k, str layout=\"nn\") -> str", &route);
   m.def("set_dispatch(str mode) -> ()", &set_dispatch);
+  m.def("device() -> str", &device);
 }
 
 TORCH_LIBRARY_IMPL(kernelrl, CUDA, m) {
