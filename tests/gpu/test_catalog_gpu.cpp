@@ -191,10 +191,80 @@ TEST(CatalogGpu, ExportedLibraryMatchesCublasOnCatalogAndUnseenShapes) {
   }
 }
 
+// Per-device tables (issue 41): a catalog whose every entry was measured on another card (its
+// device renamed "Fake GPU" here) dispatches nothing on this one: kernelrl_catalog_device() is
+// "", every shape routes to cuBLASLt and matches cuBLAS within the evaluator's bound. The same
+// package forced onto the fake card's table (KERNELRL_CATALOG_DEVICE, the deliberate opt-in)
+// routes that table's winners, and they are still correct (same architecture). Not yet run on
+// a GPU (written 2026-11-28, session 18).
+TEST(CatalogGpu, AnotherCardsTableIsNotUsedUnlessForced) {
+  REQUIRE_CUDA();
+  testing::ScratchDir dir;
+  const std::string src = std::string(KERNELRL_SOURCE_DIR) + "/tests/data/kernels/";
+  testing::write_text(dir / "k" / "wmma_ref.cu", testing::read_text(src + "gpu_hgemm_ref.cu"));
+  testing::write_text(dir / "k" / "naive.cu", testing::read_text(src + "gpu_naive.cu"));
+  testing::write_text(dir / "grid.txt", "128x128x128 nn\n192x320x448 nn\n");
+  const std::string cat = (dir / "cat.json").string(), pkg = (dir / "pkg").string();
+  auto b = testing::run_kernelrl(
+      "catalog build --kernels " + (dir / "k").string() + " --grid " + (dir / "grid.txt").string() +
+      " --out " + cat + " --backend gpu --reference lt-auto --baselines lt-auto --cache-dir " +
+      (dir / "cache").string());
+  ASSERT_EQ(b.exit_code, 0) << b.output;
+  auto j = nlohmann::json::parse(testing::read_text(cat));
+  ASSERT_EQ(j["entries"].size(), 2u) << j.dump(1);
+  for (auto& e : j["entries"]) e["device"] = "Fake GPU";
+  testing::write_text(dir / "fake.json", j.dump(1));
+  auto x = testing::run_kernelrl("catalog export " + (dir / "fake.json").string() + " --arch sm_90a --out " + pkg);
+  ASSERT_EQ(x.exit_code, 0) << x.output;
+  const std::string build = (dir / "build").string();
+  auto cfg = testing::run_command("cmake -S " + pkg + " -B " + build + " -DKERNELRL_CATALOG_TORCH=OFF");
+  ASSERT_EQ(cfg.exit_code, 0) << cfg.output;
+  auto bld = testing::run_command("cmake --build " + build + " -j 8");
+  ASSERT_EQ(bld.exit_code, 0) << bld.output;
+
+  for (bool forced : {false, true}) {
+    SCOPED_TRACE(forced ? "KERNELRL_CATALOG_DEVICE=Fake GPU" : "this card");
+    // A fresh process state for the library's per-device choice: a copy under another name, so
+    // dlopen loads it again (the choice is made at its first call and cached).
+    const std::string so = build + (forced ? "/forced.so" : "/plain.so");
+    fs::copy_file(build + "/libkernelrl_catalog.so", so, fs::copy_options::overwrite_existing);
+    if (forced) {
+      setenv("KERNELRL_CATALOG_DEVICE", "Fake GPU", 1);
+    } else {
+      unsetenv("KERNELRL_CATALOG_DEVICE");
+    }
+    Lib lib;
+    lib.h = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+    ASSERT_NE(lib.h, nullptr) << dlerror();
+    lib.sym(lib.hgemm, "kernelrl_catalog_hgemm");
+    lib.sym(lib.route, "kernelrl_catalog_route");
+    lib.sym(lib.set_dispatch, "kernelrl_catalog_set_dispatch");
+    lib.sym(lib.last_error, "kernelrl_catalog_last_error");
+    const char* (*device)() = nullptr;
+    lib.sym(device, "kernelrl_catalog_device");
+    lib.set_dispatch(2);  // every catalog kernel where the table has one
+    for (const auto& e : j["entries"]) {
+      Shape s{e["m"], e["n"], e["k"], e["layout"] == "tn"};
+      const char* r = lib.route(s.m, s.n, s.k, s.layout);
+      if (forced) {
+        EXPECT_NE(r, nullptr) << e.dump();
+      } else {
+        EXPECT_EQ(r, nullptr) << "another card's winner routed: " << e.dump();
+      }
+      Check c = run_and_check(lib, s);
+      EXPECT_TRUE(c.finite) << e.dump();
+      EXPECT_LE(c.dev, c.bound) << e.dump();
+    }
+    EXPECT_EQ(std::string(device()), forced ? "Fake GPU" : "");
+  }
+  unsetenv("KERNELRL_CATALOG_DEVICE");
+}
+
 #else
 TEST(CatalogGpu, ExportedLibraryMatchesCublasOnCatalogAndUnseenShapes) {
   GTEST_SKIP() << "built without CUDA";
 }
+TEST(CatalogGpu, AnotherCardsTableIsNotUsedUnlessForced) { GTEST_SKIP() << "built without CUDA"; }
 #endif
 
 }  // namespace
