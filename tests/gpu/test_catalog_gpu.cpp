@@ -78,6 +78,19 @@ Check run_and_check(Lib& lib, const Shape& s, int64_t a_offset = 0) {
   return out;
 }
 
+// `kernelrl catalog export CATALOG EXPORT_ARGS --out PKG`, then the package configured (without
+// the PyTorch operator) and built into BUILD. Empty on success, else what failed with its output.
+std::string export_and_build(const std::string& catalog, const std::string& export_args, const std::string& pkg,
+                             const std::string& build) {
+  auto x = testing::run_kernelrl("catalog export " + catalog + export_args + " --out " + pkg);
+  if (x.exit_code != 0) return "catalog export: " + x.output;
+  auto cfg = testing::run_command("cmake -S " + pkg + " -B " + build + " -DKERNELRL_CATALOG_TORCH=OFF");
+  if (cfg.exit_code != 0) return "cmake configure: " + cfg.output;
+  auto bld = testing::run_command("cmake --build " + build + " -j 8");
+  if (bld.exit_code != 0) return "cmake build: " + bld.output;
+  return "";
+}
+
 TEST(CatalogGpu, ExportedLibraryMatchesCublasOnCatalogAndUnseenShapes) {
   REQUIRE_CUDA();
   testing::ScratchDir dir;
@@ -104,14 +117,8 @@ TEST(CatalogGpu, ExportedLibraryMatchesCublasOnCatalogAndUnseenShapes) {
   std::printf("%s\n", testing::run_kernelrl("catalog show " + cat).output.c_str());
   auto j = nlohmann::json::parse(testing::read_text(cat));
   ASSERT_EQ(j["entries"].size(), 4u) << j.dump(1);
-  auto x = testing::run_kernelrl("catalog export " + cat + " --out " + pkg);
-  ASSERT_EQ(x.exit_code, 0) << x.output;
   const std::string build = (dir / "build").string();
-  auto cfg =
-      testing::run_command("cmake -S " + pkg + " -B " + build + " -DKERNELRL_CATALOG_TORCH=OFF");
-  ASSERT_EQ(cfg.exit_code, 0) << cfg.output;
-  auto bld = testing::run_command("cmake --build " + build + " -j 8");
-  ASSERT_EQ(bld.exit_code, 0) << bld.output;
+  ASSERT_EQ(export_and_build(cat, "", pkg, build), "");
 
   Lib lib;
   lib.h = dlopen((build + "/libkernelrl_catalog.so").c_str(), RTLD_NOW | RTLD_LOCAL);
@@ -214,13 +221,8 @@ TEST(CatalogGpu, AnotherCardsTableIsNotUsedUnlessForced) {
   ASSERT_EQ(j["entries"].size(), 2u) << j.dump(1);
   for (auto& e : j["entries"]) e["device"] = "Fake GPU";
   testing::write_text(dir / "fake.json", j.dump(1));
-  auto x = testing::run_kernelrl("catalog export " + (dir / "fake.json").string() + " --arch sm_90a --out " + pkg);
-  ASSERT_EQ(x.exit_code, 0) << x.output;
   const std::string build = (dir / "build").string();
-  auto cfg = testing::run_command("cmake -S " + pkg + " -B " + build + " -DKERNELRL_CATALOG_TORCH=OFF");
-  ASSERT_EQ(cfg.exit_code, 0) << cfg.output;
-  auto bld = testing::run_command("cmake --build " + build + " -j 8");
-  ASSERT_EQ(bld.exit_code, 0) << bld.output;
+  ASSERT_EQ(export_and_build((dir / "fake.json").string(), " --arch sm_90a", pkg, build), "");
 
   for (bool forced : {false, true}) {
     SCOPED_TRACE(forced ? "KERNELRL_CATALOG_DEVICE=Fake GPU" : "this card");
